@@ -1,0 +1,18 @@
+"""Every limit the interpreter enforces, in one place.
+
+Exceeding one turns the offending call (or step) into an error result; it never
+crashes, hangs or exhausts memory.
+"""
+
+#: Longest call text accepted by the text front-end, in characters.
+MAX_SOURCE_LENGTH = 1_000_000
+#: Deepest nesting of calls, lists, dicts, tuples and sets inside one call.
+MAX_NESTING_DEPTH = 100
+#: Most calls executed in one step; the rest get an error result.
+MAX_CALLS_PER_STEP = 1_000
+#: Most elements (list items, dict entries, ...) in one call's literals, summed.
+MAX_LITERAL_ELEMENTS = 100_000
+#: Longest string literal, in characters.
+MAX_STRING_LENGTH = 1_000_000
+#: Most digits in an integer literal (CPython's own limit for str -> int).
+MAX_INT_DIGITS = 4300

@@ -1,0 +1,94 @@
+"""Access to the reference implementation (the pinned bfcl-eval wheel) for differential tests.
+
+The reference is installed with pip into a target folder of its own (``.ref/`` at
+the project root, or ``$BFCL_SAFE_REF_DIR``), never into the environment that runs
+bfcl-safe. Tests put that folder on ``sys.path`` only to import the reference's
+backend classes and checker functions and compare against them.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import subprocess
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+WHEEL_NAME = "bfcl_eval-2026.3.23-py3-none-any.whl"
+WHEEL_SHA256 = "3bb6dfa5f0c68ad403c9ec50b00db2bb3b4cc9b38ab1ff33f48fe30d853d3a0a"
+REF_DIR = Path(os.environ.get("BFCL_SAFE_REF_DIR", ROOT / ".ref"))
+REFERENCE_DEPS = [
+    "mpmath==1.3.0",
+    "tree_sitter==0.21.3",
+    "tree-sitter-java==0.21.0",
+    "tree-sitter-javascript==0.21.4",
+    "tenacity",
+    "python-dotenv",
+    "filelock",
+]
+REAL_RESULTS = ROOT.parent / "shared" / "real-results"
+
+
+def wheel_path() -> Path:
+    """The pinned wheel: ``$BFCL_SAFE_WHEEL``, else ``../shared/``, else the pip cache of ``data fetch``."""
+    env = os.environ.get("BFCL_SAFE_WHEEL")
+    candidates = [Path(env)] if env else []
+    candidates.append(ROOT.parent / "shared" / WHEEL_NAME)
+    candidates += [Path(p) for p in glob.glob(str(Path.home() / ".cache" / "bfcl-safe" / WHEEL_NAME))]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    raise FileNotFoundError(
+        f"the pinned wheel {WHEEL_NAME} was not found (set BFCL_SAFE_WHEEL or run 'bfcl-safe data fetch')"
+    )
+
+
+@lru_cache(maxsize=None)
+def reference_dir() -> Path:
+    """Install the reference into REF_DIR once; return the folder to put on sys.path."""
+    marker = REF_DIR / ".complete"
+    if not marker.exists():
+        REF_DIR.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+             "--no-deps", "--upgrade", "--target", str(REF_DIR), str(wheel_path()), *REFERENCE_DEPS],
+            check=True,
+        )
+        marker.write_text("ok\n")
+    return REF_DIR
+
+
+def import_reference(module: str):
+    """Import ``bfcl_eval.<module>`` from the reference folder."""
+    import importlib
+
+    path = str(reference_dir())
+    if path not in sys.path:
+        sys.path.append(path)
+    return importlib.import_module(f"bfcl_eval.{module}")
+
+
+def reference_package_dir() -> Path:
+    """The unpacked ``bfcl_eval`` package of the reference (dataset files live under it)."""
+    return reference_dir() / "bfcl_eval"
+
+
+BACKEND_MODULES = {
+    "GorillaFileSystem": "gorilla_file_system",
+    "MathAPI": "math_api",
+    "MessageAPI": "message_api",
+    "TwitterAPI": "posting_api",
+    "TicketAPI": "ticket_api",
+    "TradingBot": "trading_bot",
+    "TravelAPI": "travel_booking",
+    "VehicleControlAPI": "vehicle_control",
+}
+
+
+def reference_backend_class(class_name: str) -> type:
+    module = import_reference(
+        f"eval_checker.multi_turn_eval.func_source_code.{BACKEND_MODULES[class_name]}"
+    )
+    return getattr(module, class_name)
