@@ -9,7 +9,7 @@ MAX_SOURCE_LENGTH = 1_000_000
 #: Deepest nesting of calls, lists, dicts, tuples and sets inside one call.
 MAX_NESTING_DEPTH = 100
 #: Most calls executed in one step; the rest get an error result.
-MAX_CALLS_PER_STEP = 1_000
+MAX_CALLS_PER_STEP = 10_000
 #: Most elements (list items, dict entries, ...) in one call's literals, summed.
 MAX_LITERAL_ELEMENTS = 100_000
 #: Longest string literal, in characters.

@@ -1,0 +1,87 @@
+"""Decoded calls: what a front-end produces and the executor runs.
+
+Values inside a :class:`CallSpec` are plain Python literals (str, int, float,
+complex, bool, None, bytes, list, tuple, dict, set), nested :class:`CallSpec`
+objects (run first, in Python's evaluation order), or one of the deferred nodes
+below, which need the episode to resolve.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+
+@attrs.frozen(hash=False)
+class CallSpec:
+    """One call: ``name(*args, **dict(kwargs))``. ``kwargs`` keeps the written order."""
+
+    name: str
+    args: tuple[Any, ...] = ()
+    kwargs: tuple[tuple[str, Any], ...] = ()
+
+    def render(self) -> str:
+        """Python call text for this spec (for display; never evaluated)."""
+        parts = [render_value(a) for a in self.args]
+        parts += [f"{k}={render_value(v)}" for k, v in self.kwargs]
+        return f"{self.name}({', '.join(parts)})"
+
+
+@attrs.frozen
+class NameRef:
+    """A bare name used as a value; under ``eval`` it raises ``NameError``."""
+
+    id: str
+
+
+@attrs.frozen
+class SourceString:
+    """A string literal that the reference's name-prefix rewrite may change.
+
+    ``parts`` are the literal's source pieces (several for implicit
+    concatenation); the executor rewrites and decodes them with the episode's
+    method table.
+    """
+
+    parts: tuple[str, ...]
+
+
+@attrs.frozen
+class Container:
+    """A list/tuple/set/dict display holding calls or deferred nodes; built at run time.
+
+    For ``dict`` the items are ``(key, value)`` pairs.
+    """
+
+    kind: type
+    items: tuple[Any, ...]
+
+
+@attrs.frozen
+class Failure:
+    """A value whose evaluation raises (e.g. an unhashable dict key): ``kind(message)``."""
+
+    kind: type
+    message: str
+
+
+def render_value(value: Any) -> str:
+    if isinstance(value, CallSpec):
+        return value.render()
+    if isinstance(value, NameRef):
+        return value.id
+    if isinstance(value, SourceString):
+        return " ".join(value.parts)
+    if isinstance(value, Container):
+        if value.kind is dict:
+            return "{" + ", ".join(f"{render_value(k)}: {render_value(v)}" for k, v in value.items) + "}"
+        inner = ", ".join(render_value(v) for v in value.items)
+        if value.kind is list:
+            return f"[{inner}]"
+        if value.kind is set:
+            return "{" + inner + "}"
+        return f"({inner}{',' if len(value.items) == 1 else ''})"
+    if isinstance(value, Failure):
+        return f"<{value.kind.__name__}: {value.message}>"
+    return repr(value)

@@ -1,0 +1,122 @@
+"""Running decoded calls on an episode's method table.
+
+Two kinds of failure stay apart. Whatever the *model's call* does wrong — an
+unknown name, bad arguments, a refused construct, an exception inside a tool —
+becomes the result string ``Error during execution: {message}``, exactly as the
+reference's ``eval`` loop reports it. A failure of the interpreter itself is a bug
+and propagates.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+from interp import limits
+from interp.callspec import CallSpec, Container, Failure, NameRef, SourceString
+from interp.errors import RejectedInput
+from interp.results import format_error, format_result
+from interp.table import MethodTable
+from interp.text import parse_call
+
+#: Names the reference refuses to call (checked on the outermost call only).
+DENYLIST = frozenset({"kill", "exit", "quit", "remove", "unlink", "popen", "Popen", "run"})
+
+Call = str | CallSpec | RejectedInput
+
+
+class _Raised(Exception):
+    """Carries an exception that the reference's ``eval`` would have raised."""
+
+    def __init__(self, error: BaseException):
+        super().__init__(error)
+        self.error = error
+
+
+def _fresh(value: Any) -> Any:
+    """A private copy of a literal (tools may mutate or keep their arguments)."""
+    kind = type(value)
+    if kind is list:
+        return [_fresh(v) for v in value]
+    if kind is dict:
+        return {k: _fresh(v) for k, v in value.items()}
+    if kind is set:
+        return set(value)
+    if kind is tuple:
+        return tuple(_fresh(v) for v in value)
+    return value
+
+
+def _evaluate(value: Any, table: MethodTable) -> Any:
+    kind = type(value)
+    if kind is CallSpec:
+        return _invoke(value, table)
+    if kind is SourceString:
+        return table.decode_source_string(value.parts)
+    if kind is NameRef:
+        raise _Raised(NameError(f"name '{value.id}' is not defined"))
+    if kind is Container:
+        if value.kind is dict:
+            pairs = [(_evaluate(k, table), _evaluate(v, table)) for k, v in value.items]
+            try:
+                return dict(pairs)
+            except TypeError as exc:
+                raise _Raised(exc) from None
+        items = [_evaluate(v, table) for v in value.items]
+        try:
+            return value.kind(items)
+        except TypeError as exc:
+            raise _Raised(exc) from None
+    if kind is Failure:
+        raise _Raised(value.kind(value.message))
+    return _fresh(value)
+
+
+def _invoke(spec: CallSpec, table: MethodTable) -> Any:
+    # eval's order: the callee first, then positional and keyword values, left to right.
+    try:
+        method = table.lookup(spec.name)
+    except NameError as exc:
+        raise _Raised(exc) from None
+    args = [_evaluate(a, table) for a in spec.args]
+    kwargs = {k: _evaluate(v, table) for k, v in spec.kwargs}
+    try:
+        return method(*args, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - a tool's exception is data for the model
+        raise _Raised(exc) from None
+
+
+def run_call(call: Call, table: MethodTable) -> str:
+    """Run one call (text, a decoded spec, or a rejection) and return its result string."""
+    if isinstance(call, CallSpec):
+        head = table.denylist_head(call.name + "(")
+    elif isinstance(call, RejectedInput):
+        head = table.denylist_head(call.source) if call.source else ""
+    else:
+        head = table.denylist_head(call) if isinstance(call, str) else ""
+    if head in DENYLIST:
+        return format_error(Exception(f"Function call {head} is not allowed."))
+    try:
+        if isinstance(call, RejectedInput):
+            raise call
+        spec = call if isinstance(call, CallSpec) else parse_call(call)
+        return format_result(_invoke(spec, table))
+    except RejectedInput as exc:
+        return format_error(exc)
+    except _Raised as raised:
+        return format_error(raised.error)
+    except RecursionError as exc:
+        # Deep nesting that passed the limits still must not crash the scorer.
+        return format_error(exc)
+
+
+def run_step(calls: Sequence[Call] | Iterable[Call], table: MethodTable) -> list[str]:
+    """Run the calls of one model step in order; one result string per call."""
+    results = []
+    for index, call in enumerate(calls):
+        if index >= limits.MAX_CALLS_PER_STEP:
+            results.append(format_error(RejectedInput(
+                f"more than {limits.MAX_CALLS_PER_STEP} calls in one step; call {index} not run"
+            )))
+            continue
+        results.append(run_call(call, table))
+    return results

@@ -1,0 +1,104 @@
+"""FC front-end: a function-calling model's ``{name: arguments}`` -> call, no text round trip.
+
+The reference turns ``{name: args}`` into the text ``name(k=repr(v),...)`` and
+``eval``s it. We build the :class:`CallSpec` directly when that text would be a
+plain call (identifier name and keyword names); values keep the quirks the text
+round trip gives them:
+
+- a float ``nan``/``inf`` renders as the bare name ``nan``/``inf`` -> ``NameError``;
+- a string containing ``name(`` is subject to the reference's instance-name rewrite
+  (it is kept as its ``repr`` source, resolved per episode).
+
+Anything else (a name or keyword that is not an identifier, a Python keyword, a
+dunder) yields the text the reference would have built, which the executor then
+handles like any other call text: parsed by the default-deny text front-end,
+never evaluated.
+"""
+
+from __future__ import annotations
+
+import keyword
+import math
+from typing import Any, Mapping
+
+from interp import limits
+from interp.callspec import CallSpec, Container, NameRef, SourceString
+from interp.errors import RejectedInput
+from interp.text import REWRITE_PATTERN
+
+
+def _plain_identifier(name: Any) -> bool:
+    return (
+        type(name) is str
+        and name.isidentifier()
+        and name.isascii()
+        and not keyword.iskeyword(name)
+        and not name.startswith("__")
+    )
+
+
+class _Budget:
+    __slots__ = ("elements",)
+
+    def __init__(self) -> None:
+        self.elements = 0
+
+
+def _value(value: Any, budget: _Budget, depth: int) -> Any:
+    if depth > limits.MAX_NESTING_DEPTH:
+        raise RejectedInput(f"nesting deeper than {limits.MAX_NESTING_DEPTH}")
+    kind = type(value)
+    if kind is str:
+        if len(value) > limits.MAX_STRING_LENGTH:
+            raise RejectedInput(f"string longer than {limits.MAX_STRING_LENGTH} characters")
+        if "(" in value:
+            source = repr(value)
+            if REWRITE_PATTERN.search(source):
+                return SourceString((source,))
+        return value
+    if kind is float:
+        if math.isnan(value):
+            return NameRef("nan")
+        if math.isinf(value):
+            return NameRef("inf")
+        return value
+    if kind is list or kind is tuple:
+        budget.elements += len(value)
+        if budget.elements > limits.MAX_LITERAL_ELEMENTS:
+            raise RejectedInput(f"arguments have more than {limits.MAX_LITERAL_ELEMENTS} elements")
+        items = [_value(v, budget, depth + 1) for v in value]
+        if any(isinstance(v, (SourceString, NameRef, Container)) for v in items):
+            return Container(kind, tuple(items))
+        return kind(items)
+    if kind is dict:
+        budget.elements += len(value)
+        if budget.elements > limits.MAX_LITERAL_ELEMENTS:
+            raise RejectedInput(f"arguments have more than {limits.MAX_LITERAL_ELEMENTS} elements")
+        pairs = [(_value(k, budget, depth + 1), _value(v, budget, depth + 1)) for k, v in value.items()]
+        if any(isinstance(x, (SourceString, NameRef, Container)) for pair in pairs for x in pair):
+            return Container(dict, tuple(pairs))
+        return dict(pairs)
+    if kind is int and abs(value).bit_length() > limits.MAX_INT_DIGITS * 3.33:
+        raise RejectedInput(f"integer longer than {limits.MAX_INT_DIGITS} digits")
+    return value
+
+
+def reference_text(name: str, arguments: Mapping[str, Any]) -> str:
+    """The call text the reference's ``convert_to_function_call`` builds."""
+    return f"{name}({','.join(f'{k}={v!r}' for k, v in arguments.items())})"
+
+
+def fc_call(name: str, arguments: Mapping[str, Any]) -> CallSpec | str | RejectedInput:
+    """One FC call. Returns a spec, or the reference's text when that text is not a
+    plain call (the executor parses it safely), or a rejection past a limit."""
+    if not (_plain_identifier(name) and all(_plain_identifier(k) for k in arguments)):
+        try:
+            return reference_text(name, arguments)
+        except Exception as exc:  # noqa: BLE001 - e.g. repr of a too-long integer
+            return RejectedInput(f"cannot render arguments: {exc}")
+    budget = _Budget()
+    try:
+        kwargs = tuple((k, _value(v, budget, 1)) for k, v in arguments.items())
+    except RejectedInput as exc:
+        return exc
+    return CallSpec(name=name, kwargs=kwargs)

@@ -1,0 +1,84 @@
+"""The per-episode method table: tool name -> bound method, built once, frozen."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from types import MappingProxyType
+from typing import Any, Callable, Mapping, Sequence
+
+import libcst as cst
+
+from interp.text import REWRITE_PATTERN
+from interp.tools import tool_names
+
+_tool_names = lru_cache(maxsize=None)(tool_names)
+
+
+class MethodTable:
+    """Tools of one episode's backend instances.
+
+    ``instances`` come in the entry's ``involved_classes`` order; a tool name that
+    several classes define resolves to the *last* of them, as in the reference.
+    ``instance_names`` are the names the reference gives those instances in its
+    globals (``{model}_{entry id}_{Class}_instance``); they matter because the
+    reference rewrites every ``name(`` inside call text — string literals included —
+    to ``instance_name.name(``, which changes string arguments. Without them each
+    instance is named ``{Class}_instance``.
+    """
+
+    __slots__ = ("_methods", "_owners")
+
+    def __init__(self, instances: Sequence[Any], instance_names: Sequence[str] | None = None):
+        if instance_names is None:
+            instance_names = [f"{type(i).__name__}_instance" for i in instances]
+        if len(instance_names) != len(instances):
+            raise ValueError("instances and instance_names differ in length")
+        methods: dict[str, Callable[..., Any]] = {}
+        owners: dict[str, str] = {}
+        for instance, instance_name in zip(instances, instance_names):
+            for name in _tool_names(type(instance)):
+                methods[name] = getattr(instance, name)
+                owners[name] = instance_name
+        self._methods: Mapping[str, Callable[..., Any]] = MappingProxyType(methods)
+        self._owners: Mapping[str, str] = MappingProxyType(owners)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._methods
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._methods)
+
+    def lookup(self, name: str) -> Callable[..., Any]:
+        """The bound method for ``name``; ``NameError`` with Python's text if none."""
+        try:
+            return self._methods[name]
+        except KeyError:
+            raise NameError(f"name '{name}' is not defined") from None
+
+    def rewrite(self, source: str) -> str:
+        """The reference's instance-name prefixing of ``name(`` occurrences in ``source``."""
+
+        def replace(match: re.Match) -> str:
+            name = match.group(1)
+            owner = self._owners.get(name)
+            return f"{owner}.{name}" if owner is not None else name
+
+        return REWRITE_PATTERN.sub(replace, source)
+
+    def denylist_head(self, text: str) -> str:
+        """What the reference tests against its denylist for call ``text``: the part
+        before the first ``(``, after the rewrite, and after the first ``.`` if any."""
+        head = text.split("(", 1)[0]
+        if "(" in text:
+            match = re.search(r"\b([a-zA-Z_]\w*)\s*$", head)
+            if match and match.group(1) in self._owners:
+                head = f"{head[: match.start()]}{self._owners[match.group(1)]}.{match.group(1)}"
+        if "." in head:
+            head = head.split(".")[1]
+        return head
+
+    def decode_source_string(self, parts: Sequence[str]) -> Any:
+        """Rewrite each literal piece like the reference would, then decode it."""
+        values = [cst.SimpleString(self.rewrite(part)).evaluated_value for part in parts]
+        return values[0][:0].join(values)
