@@ -1,0 +1,649 @@
+"""GorillaFileSystem: a toy in-memory file system with shell-like tools.
+
+Behaviour (results, error texts, state and its rendering) follows the reference
+``gorilla_file_system`` module of bfcl-eval. The reference has many quirks that
+decide verdicts; they are kept on purpose and marked ``Quirk:`` below. The main
+ones are about object identity: moving or copying a directory reuses (``mv``) or
+shallow-copies (``cp``) its ``contents`` dict, and the children keep their old
+``parent``; our tree keeps exactly the same sharing, so that later calls see the
+same graph the reference would.
+
+Tool arguments are untrusted and may have any type: the tools perform the same
+Python operations in the same order as the reference, so that a wrong type fails
+with the same exception text.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Dict, List, Mapping, Optional, Union
+
+import attrs
+
+from interp.tools import tool
+
+#: Characters a new file or directory name may not contain.
+FORBIDDEN_NAME_CHARACTERS = '|/\\?%*:"><'
+
+#: Units for ``du -h``, in order; past the last one the size is shown in PB.
+SIZE_UNITS = ("B", "KB", "MB", "GB", "TB")
+
+#: ``wc`` modes and the unit each one reports.
+WC_MODES = ["l", "w", "c"]  # a list: membership by ``==``, so unhashable modes are fine
+
+#: Name of the directory the reference uses when a scenario has no ``root``.
+DEFAULT_ROOT_NAME = "/"
+
+
+class File:
+    """A file: a name and its content (any value a tool was given, not only ``str``)."""
+
+    __slots__ = ("name", "content")
+
+    def __init__(self, name: Any, content: Any = "") -> None:
+        self.name = name
+        self.content = content
+
+    def _read(self) -> Any:
+        return self.content
+
+    def __repr__(self) -> str:
+        return f"<<File: {self.name}, Content: {self.content}>>"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, File):
+            return False
+        return self.name == other.name and self.content == other.content
+
+    __hash__ = None  # like the reference: defining __eq__ makes it unhashable
+
+
+class Directory:
+    """A directory: a name, its parent (``None`` for the root) and a name -> item dict."""
+
+    __slots__ = ("name", "parent", "contents")
+
+    def __init__(self, name: Any, parent: Optional["Directory"] = None) -> None:
+        self.name = name
+        self.parent = parent
+        self.contents: Dict[Any, Union[File, Directory]] = {}
+
+    def _get_item(self, item_name: Any) -> Union[File, "Directory", None]:
+        """The named child, or None; ``"."`` is the directory itself.
+
+        Quirk: ``"."`` wins over a child that is really named ``"."``.
+        """
+        if item_name == ".":
+            return self
+        return self.contents.get(item_name)
+
+    def _add_file(self, file_name: Any, content: Any = "") -> None:
+        if file_name in self.contents:
+            raise ValueError(f"File '{file_name}' already exists in directory '{self.name}'.")
+        self.contents[file_name] = File(file_name, content)
+
+    def _add_directory(self, dir_name: Any) -> None:
+        if dir_name in self.contents:
+            raise ValueError(f"Directory '{dir_name}' already exists in directory '{self.name}'.")
+        self.contents[dir_name] = Directory(dir_name, self)
+
+    def __repr__(self) -> str:
+        # A Directory is always truthy, so the reference's ``parent.name if parent``
+        # is "the parent's name, or None for the root".
+        parent_name = self.parent.name if self.parent is not None else None
+        return f"<Directory: {self.name}, Parent: {parent_name}, Contents: {self.contents}>"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Directory):
+            return False
+        return self.name == other.name and self.contents == other.contents
+
+    __hash__ = None  # like the reference: defining __eq__ makes it unhashable
+
+
+def _valid_name(name: Any) -> bool:
+    """False if ``name`` contains a forbidden character (``in`` on ``name``: any type may fail)."""
+    return not any(c in name for c in FORBIDDEN_NAME_CHARACTERS)
+
+
+def _no_such_path(path: Any) -> dict:
+    return {"error": f"cd: '{path}': No such file or directory"}
+
+
+def _disk_size(item: Any) -> int:
+    """Bytes of UTF-8 content under ``item`` (recursive, children in order).
+
+    Same call pattern as the reference (a ``_read`` call per file, a generator per
+    directory), so that a directory cycle (see ``mv``) hits the recursion limit in
+    the same place, with the same message.
+    """
+    if isinstance(item, File):
+        return len(item._read().encode("utf-8"))
+    if isinstance(item, Directory):
+        return sum(_disk_size(child) for child in item.contents.values())
+    return 0
+
+
+def _find_under(directory: Directory, prefix: str, name: Any, matches: list) -> None:
+    """Append to ``matches`` the paths under ``directory`` whose last part contains ``name``
+    (pre-order, one frame per level like the reference)."""
+    for item_name, item in directory.contents.items():
+        item_path = f"{prefix}/{item_name}"
+        if name is None or name in item_name:
+            matches.append(item_path)
+        if isinstance(item, Directory):
+            _find_under(item, item_path, name, matches)
+
+
+@attrs.define(eq=False)
+class GorillaFileSystem:
+    """State: ``long_context`` and the ``root`` tree (both compared), and the current directory."""
+
+    long_context: bool
+    root: Directory
+    _current_dir: Directory
+
+    @classmethod
+    def from_config(
+        cls,
+        config: dict,
+        *,
+        long_context: bool = False,
+        long_context_data: Mapping[str, Any] | None = None,
+    ) -> "GorillaFileSystem":
+        """Build the file system of a scenario.
+
+        Args:
+            config: the ``GorillaFileSystem`` part of an entry's ``initial_config``;
+                ``{"root": {NAME: {"type": "directory", "contents": {...}}}}``. Not mutated.
+            long_context: add the long-context padding (longer files, many extra files).
+            long_context_data: the constants of ``backends.long_context``; needed when
+                ``long_context`` is true.
+        """
+        if long_context and long_context_data is None:
+            raise ValueError("GorillaFileSystem.from_config: long_context=True needs long_context_data")
+        if "root" not in config:
+            # Quirk: the default root is not padded even in long-context mode.
+            root = Directory(DEFAULT_ROOT_NAME, None)
+        else:
+            top = config["root"]
+            root_name = list(top.keys())[0]
+            root = Directory(root_name, None)
+            if long_context:
+                padding = _Padding(
+                    tail_used=long_context_data["FILES_TAIL_USED"],
+                    extension=long_context_data["FILE_CONTENT_EXTENSION"],
+                    extra_files=long_context_data["POPULATE_FILE_EXTENSION"],
+                )
+            else:
+                padding = None
+            _load_into(root, top[root_name]["contents"], padding)
+        return cls(long_context=long_context, root=root, current_dir=root)
+
+    def public_state(self) -> dict[str, Any]:
+        """The attributes the reference compares, in its order."""
+        return {"long_context": self.long_context, "root": self.root}
+
+    # -- navigation ---------------------------------------------------------------
+
+    def _navigate_to_directory(self, path: Any) -> Union[Directory, dict]:
+        """The directory at ``path`` (None or "." is the current one), or an error dict."""
+        if path is None or path == ".":
+            return self._current_dir
+        elif path == "/":
+            return self.root
+        names = path.strip("/").split("/")
+        here = self.root if path.startswith("/") else self._current_dir
+        for name in names:
+            step = here._get_item(name)
+            if not isinstance(step, Directory):
+                return _no_such_path(path)
+            here = step
+        return here
+
+    @tool
+    def pwd(self):
+        """Show the path of the current directory.
+
+        Returns:
+            current_working_directory (str): the path, from the root's own name down.
+        """
+        # Quirk: the reference stops at ``name != root`` (a str against a Directory,
+        # always true), so it walks up to the top and includes the root's name:
+        # "/" for the default root gives "//".
+        names = []
+        here = self._current_dir
+        while here is not None:
+            names.append(here.name)
+            here = here.parent
+        return {"current_working_directory": "/" + "/".join(reversed(names))}
+
+    @tool
+    def ls(self, a: bool = False) -> Dict[str, List[str]]:
+        """List the current directory.
+
+        Args:
+            a (bool): [Optional] Include names starting with ".". Defaults to False.
+
+        Returns:
+            current_directory_content (List[str]): the names, in creation order.
+        """
+        names = list(self._current_dir.contents.keys())
+        if not a:
+            names = [name for name in names if not name.startswith(".")]
+        return {"current_directory_content": names}
+
+    @tool
+    def cd(self, folder: str) -> Union[None, Dict[str, str]]:
+        """Change the current directory by one level ("..", "/", "." or a child name).
+
+        Args:
+            folder (str): where to go; one level only.
+
+        Returns:
+            current_working_directory (str): the name (not path) of the new directory.
+        """
+        folder = folder.rstrip("/")
+        if folder == "":
+            folder = "/"
+        if folder not in {".", "..", "/"} and "/" in folder:
+            return {"error": f"cd: {folder}: Unsupported path. Only one folder level at a time is supported."}
+        if folder == "..":
+            if self._current_dir.parent is not None:
+                # Quirk: children of a moved or copied directory still point at the
+                # original parent object, so ".." may lead to a detached directory.
+                self._current_dir = self._current_dir.parent
+            elif self.root == self._current_dir:
+                return {"error": "Current directory is already the root. Cannot go back."}
+            else:
+                return {"error": "cd: ..: No such directory"}
+            return {}
+        target = self._navigate_to_directory(folder)
+        if isinstance(target, dict):
+            return target
+        self._current_dir = target
+        return {"current_working_directory": target.name}
+
+    # -- creating and writing -----------------------------------------------------
+
+    @tool
+    def mkdir(self, dir_name: str) -> Union[None, Dict[str, str]]:
+        """Create a directory in the current directory.
+
+        Args:
+            dir_name (str): the new directory's name (no path).
+        """
+        if not _valid_name(dir_name):
+            return {"error": f"mkdir: cannot create directory '{dir_name}': Invalid character"}
+        if dir_name in self._current_dir.contents:
+            return {"error": f"mkdir: cannot create directory '{dir_name}': File exists"}
+        self._current_dir._add_directory(dir_name)
+        return None
+
+    @tool
+    def touch(self, file_name: str) -> Union[None, Dict[str, str]]:
+        """Create an empty file in the current directory.
+
+        Args:
+            file_name (str): the new file's name (no path).
+        """
+        if not _valid_name(file_name):
+            return {"error": f"touch: cannot touch '{file_name}': Invalid character"}
+        if file_name in self._current_dir.contents:
+            return {"error": f"touch: cannot touch '{file_name}': File exists"}
+        self._current_dir._add_file(file_name)
+        return None
+
+    @tool
+    def echo(self, content: str, file_name: Optional[str] = None) -> Union[Dict[str, str], None]:
+        """Print ``content``, or overwrite an existing file of the current directory with it.
+
+        Args:
+            content (str): the text.
+            file_name (str): [Optional] the file to write. Defaults to None (print).
+
+        Returns:
+            terminal_output (str): the content, when nothing was written.
+        """
+        if file_name is None:
+            return {"terminal_output": content}
+        if not _valid_name(file_name):
+            return {"error": f"echo: cannot write to '{file_name}': Invalid character"}
+        if not file_name:
+            # Quirk: an empty (falsy) file name prints instead of writing.
+            return {"terminal_output": content}
+        if file_name not in self._current_dir.contents:
+            return {"error": f"echo: cannot write to '{file_name}': No such file"}
+        target = self._current_dir._get_item(file_name)
+        if not isinstance(target, File):
+            # Quirk: the reference calls File._write on whatever it found, so writing to
+            # a directory (or to a file named ".", which resolves to the current
+            # directory) fails with Python's AttributeError text.
+            raise AttributeError(f"'{type(target).__name__}' object has no attribute '_write'")
+        target.content = content
+        return None
+
+    # -- reading ------------------------------------------------------------------
+
+    @tool
+    def cat(self, file_name: str) -> Dict[str, str]:
+        """Show a file of the current directory.
+
+        Args:
+            file_name (str): the file's name (no path).
+
+        Returns:
+            file_content (str): its content.
+        """
+        if not _valid_name(file_name):
+            return {"error": f"cat: '{file_name}': Invalid character"}
+        if file_name not in self._current_dir.contents:
+            return {"error": f"cat: '{file_name}': No such file or directory"}
+        item = self._current_dir._get_item(file_name)
+        if isinstance(item, File):
+            return {"file_content": item.content}
+        return {"error": f"cat: '{file_name}': Is a directory"}
+
+    @tool
+    def find(self, path: str = ".", name: Optional[str] = None) -> Dict[str, List[str]]:
+        """Search recursively under ``path`` for items whose name contains ``name``.
+
+        Args:
+            path (str): where to start. Defaults to ".".
+            name (str): [Optional] the substring to look for; None matches everything.
+
+        Returns:
+            matches (List[str]): matching paths, prefixed by ``path`` without trailing "/".
+        """
+        start = self._navigate_to_directory(path)
+        if isinstance(start, dict):
+            message = start.get("error", "")
+            if message.startswith("cd:"):
+                return {"error": message.replace("cd:", "find:", 1)}
+            return start
+        matches: list = []
+        _find_under(start, path.rstrip("/"), name, matches)
+        return {"matches": matches}
+
+    def _file_here(self, file_name: Any) -> Optional[File]:
+        """The file ``file_name`` of the current directory, or None (missing or not a file)."""
+        if file_name in self._current_dir.contents:
+            item = self._current_dir._get_item(file_name)
+            if isinstance(item, File):
+                return item
+        return None
+
+    @tool
+    def wc(self, file_name: str, mode: str = "l") -> Dict[str, Union[int, str]]:
+        """Count the lines, words or characters of a file of the current directory.
+
+        Args:
+            file_name (str): the file's name.
+            mode (str): "l" (lines), "w" (words) or "c" (characters). Defaults to "l".
+
+        Returns:
+            count (int): the count.
+            type (str): "lines", "words" or "characters".
+        """
+        if mode not in WC_MODES:
+            return {"error": f"wc: invalid mode '{mode}'"}
+        file = self._file_here(file_name)
+        if file is None:
+            return {"error": f"wc: {file_name}: No such file or directory"}
+        content = file.content
+        if mode == "l":
+            return {"count": len(content.splitlines()), "type": "lines"}
+        if mode == "w":
+            return {"count": len(content.split()), "type": "words"}
+        return {"count": len(content), "type": "characters"}
+
+    @tool
+    def sort(self, file_name: str) -> Dict[str, str]:
+        """Sort the lines of a file of the current directory (the file is unchanged).
+
+        Args:
+            file_name (str): the file's name.
+
+        Returns:
+            sorted_content (str): the sorted lines, joined by newlines.
+        """
+        file = self._file_here(file_name)
+        if file is None:
+            return {"error": f"sort: {file_name}: No such file or directory"}
+        return {"sorted_content": "\n".join(sorted(file.content.splitlines()))}
+
+    @tool
+    def grep(self, file_name: str, pattern: str) -> Dict[str, List[str]]:
+        """Lines of a file of the current directory that contain ``pattern``.
+
+        Args:
+            file_name (str): the file's name.
+            pattern (str): the substring to look for.
+
+        Returns:
+            matching_lines (List[str]): the matching lines.
+        """
+        file = self._file_here(file_name)
+        if file is None:
+            return {"error": f"grep: {file_name}: No such file or directory"}
+        return {"matching_lines": [line for line in file.content.splitlines() if pattern in line]}
+
+    @tool
+    def du(self, human_readable: bool = False) -> Dict[str, str]:
+        """Size of the current directory: bytes of UTF-8 content, recursively.
+
+        Args:
+            human_readable (bool): show in B/KB/MB/... with two decimals. Defaults to False.
+
+        Returns:
+            disk_usage (str): the size.
+        """
+        size = _disk_size(self._current_dir)
+        if not human_readable:
+            return {"disk_usage": f"{size} bytes"}
+        for unit in SIZE_UNITS:
+            if size < 1024:
+                return {"disk_usage": f"{size:.2f} {unit}"}
+            size /= 1024
+        return {"disk_usage": f"{size:.2f} PB"}
+
+    @tool
+    def tail(self, file_name: str, lines: int = 10) -> Dict[str, str]:
+        """The last lines of a file of the current directory.
+
+        Args:
+            file_name (str): the file's name.
+            lines (int): how many lines. Defaults to 10.
+
+        Returns:
+            last_lines (str): those lines, joined by newlines.
+        """
+        file = self._file_here(file_name)
+        if file is None:
+            return {"error": f"tail: {file_name}: No such file or directory"}
+        content = file.content.splitlines()
+        if lines > len(content):
+            lines = len(content)
+        # Quirk: a plain negative slice, so lines=0 gives the whole file and a
+        # negative count drops lines from the start.
+        return {"last_lines": "\n".join(content[-lines:])}
+
+    @tool
+    def diff(self, file_name1: str, file_name2: str) -> Dict[str, str]:
+        """Compare two files of the current directory line by line.
+
+        Args:
+            file_name1 (str): the first file.
+            file_name2 (str): the second file.
+
+        Returns:
+            diff_lines (str): "- old\\n+ new" for each differing pair of lines (extra lines
+                of the longer file are ignored).
+        """
+        contents = self._current_dir.contents
+        if file_name1 in contents and file_name2 in contents:
+            first = self._current_dir._get_item(file_name1)
+            second = self._current_dir._get_item(file_name2)
+            if isinstance(first, File) and isinstance(second, File):
+                pairs = zip(first.content.splitlines(), second.content.splitlines())
+                changed = [f"- {old}\n+ {new}" for old, new in pairs if old != new]
+                return {"diff_lines": "\n".join(changed)}
+        return {"error": f"diff: {file_name1} or {file_name2}: No such file or directory"}
+
+    # -- moving, copying, removing ------------------------------------------------
+
+    @tool
+    def mv(self, source: str, destination: str) -> Dict[str, str]:
+        """Rename an item of the current directory, or move it into a sibling directory.
+
+        Args:
+            source (str): the item's name.
+            destination (str): a new name, or the name of a directory to move into.
+
+        Returns:
+            result (str): what was done.
+        """
+        here = self._current_dir
+        if source not in here.contents:
+            return {"error": f"mv: cannot move '{source}': No such file or directory"}
+        item = here._get_item(source)
+        if not isinstance(item, (File, Directory)):
+            return {"error": f"mv: cannot move '{source}': Not a file or directory"}
+        if "/" in destination:
+            return {"error": "mv: path not allowed in destination. Provide only a file or directory name."}
+        if destination in here.contents:
+            target = here._get_item(destination)
+            if not isinstance(target, Directory):
+                return {"error": f"mv: cannot move '{source}' to '{destination}': Not a directory"}
+            if source in target.contents:
+                return {"error": f"mv: cannot move '{source}' to '{destination}/{source}': File exists"}
+            here.contents.pop(source)
+            _place_copy(target, source, item, share=True)
+            return {"result": f"'{source}' moved to '{destination}/{source}'"}
+        here.contents.pop(source)
+        _place_copy(here, destination, item, share=True)
+        return {"result": f"'{source}' moved to '{destination}'"}
+
+    @tool
+    def rm(self, file_name: str) -> Dict[str, str]:
+        """Remove a file or a directory (even non-empty) of the current directory.
+
+        Args:
+            file_name (str): the item's name.
+
+        Returns:
+            result (str): what was done.
+        """
+        here = self._current_dir
+        if file_name not in here.contents:
+            return {"error": f"rm: cannot remove '{file_name}': No such file or directory"}
+        item = here._get_item(file_name)
+        if not isinstance(item, (File, Directory)):
+            return {"error": f"rm: cannot remove '{file_name}': Not a file or directory"}
+        here.contents.pop(file_name)
+        return {"result": f"'{file_name}' removed"}
+
+    @tool
+    def rmdir(self, dir_name: str) -> Dict[str, str]:
+        """Remove an empty directory of the current directory.
+
+        Args:
+            dir_name (str): the directory's name.
+
+        Returns:
+            result (str): what was done.
+        """
+        here = self._current_dir
+        if dir_name not in here.contents:
+            return {"error": f"rmdir: cannot remove '{dir_name}': No such file or directory"}
+        item = here._get_item(dir_name)
+        if not isinstance(item, Directory):
+            return {"error": f"rmdir: cannot remove '{dir_name}': Not a directory"}
+        if item.contents:
+            return {"error": f"rmdir: cannot remove '{dir_name}': Directory not empty"}
+        here.contents.pop(dir_name)
+        return {"result": f"'{dir_name}' removed"}
+
+    @tool
+    def cp(self, source: str, destination: str) -> Dict[str, str]:
+        """Copy an item of the current directory to a new name, or into a sibling directory.
+
+        Args:
+            source (str): the item's name.
+            destination (str): a new name, or the name of a directory to copy into.
+
+        Returns:
+            result (str): what was done.
+        """
+        here = self._current_dir
+        if source not in here.contents:
+            return {"error": f"cp: cannot copy '{source}': No such file or directory"}
+        item = here._get_item(source)
+        if not isinstance(item, (File, Directory)):
+            return {"error": f"cp: cannot copy '{source}': Not a file or directory"}
+        if "/" in destination:
+            return {"error": "cp: path not allowed in destination. Provide only a file or directory name."}
+        if destination in here.contents:
+            target = here._get_item(destination)
+            if not isinstance(target, Directory):
+                return {"error": f"cp: cannot copy '{source}' to '{destination}': Not a directory"}
+            # Quirk: the reference looks for "destination/source" among the target's
+            # names (never there), so an existing name fails later in _add_file /
+            # _add_directory with their ValueError.
+            if f"{destination}/{source}" in target.contents:
+                return {"error": f"cp: cannot copy '{source}' to '{destination}/{source}': File exists"}
+            _place_copy(target, source, item, share=False)
+            return {"result": f"'{source}' copied to '{destination}/{source}'"}
+        _place_copy(here, destination, item, share=False)
+        return {"result": f"'{source}' copied to '{destination}'"}
+
+
+def _place_copy(target: Directory, name: Any, item: Union[File, Directory], share: bool) -> None:
+    """Put a new item called ``name`` into ``target``, made from ``item``.
+
+    A file gets ``item``'s content. A directory is a new ``Directory`` whose
+    ``contents`` is ``item``'s own dict (``share``, for ``mv``) or a shallow copy of
+    it (``cp``). Quirk: the children are shared, not copied, and keep ``item`` as
+    their parent; and the copy is taken after the new directory was added, so
+    copying a directory into itself copies the new directory too.
+    """
+    if isinstance(item, File):
+        target._add_file(name, item.content)
+    else:
+        target._add_directory(name)
+        target.contents[name].contents = item.contents if share else item.contents.copy()
+
+
+@attrs.frozen
+class _Padding:
+    """Long-context additions: longer file contents and extra files in leaf directories."""
+
+    tail_used: Any  # files whose content is left alone
+    extension: Any  # appended to every other file's content
+    extra_files: Any  # names of empty files added to each directory without subdirectories
+
+
+def _load_into(directory: Directory, spec: Mapping[str, Any], padding: Optional[_Padding]) -> Directory:
+    """Fill ``directory`` from a scenario's ``contents`` mapping."""
+    leaf = True
+    for name, entry in spec.items():
+        kind = entry["type"]
+        if kind == "directory":
+            leaf = False
+            child = Directory(name, directory)
+            _load_into(child, entry["contents"], padding)
+            directory.contents[name] = child
+        elif kind == "file":
+            content = entry["content"]
+            if type(content) is not str:
+                # Never share a mutable value with the caller's config (the reference
+                # works on a deep copy; ``+=`` below would extend a list in place).
+                content = copy.deepcopy(content)
+            if padding is not None and name not in padding.tail_used:
+                content += padding.extension
+            directory.contents[name] = File(name, content)
+        # Quirk: any other "type" is skipped silently.
+    if leaf and padding is not None:
+        for extra in padding.extra_files:
+            directory._add_file(f"{extra}")
+    return directory
