@@ -1,0 +1,241 @@
+"""Scoring result trees: discover files, read entries, score them (optionally in a
+process pool), write score files and the CSV. One bad entry or file never stops
+the others: its problem is reported and everything else is scored."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+import attrs
+
+from checker.dataset import Dataset
+from checker.scores import json_safe, write_leaderboard_csv, write_score_file
+from checker.verdict import INFERENCE_ERROR, evaluate_entry
+
+VERSION_PREFIX = "BFCL_v4"
+MULTI_TURN_CATEGORIES = (
+    "multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context",
+)
+_RESULT_FILE = re.compile(rf"^{VERSION_PREFIX}_(\w+?)_result\.json$")
+_ID = re.compile(r"^(multi_turn_[a-z_]+?)_(\d+)$")
+
+
+@attrs.frozen
+class Options:
+    decoder: str = "auto"
+    jobs: int = 1
+    strict_irrelevance: bool = False
+    check_order: bool = False
+    partial: bool = False
+
+
+@attrs.frozen
+class ResultFile:
+    model: str
+    category: str
+    path: Path
+
+
+@attrs.define
+class FileScore:
+    model: str
+    category: str
+    correct: int = 0
+    total: int = 0
+    failures: list[dict] = attrs.Factory(list)
+    problems: list[str] = attrs.Factory(list)
+    score_path: Path | None = None
+
+    @property
+    def accuracy(self) -> float:
+        return self.correct / self.total if self.total else 0.0
+
+
+def find_result_files(result_dir: Path) -> list[ResultFile]:
+    """``RESULT/{model}/**/BFCL_v4_multi_turn_*_result.json``, models in listing order."""
+    found = []
+    for subdir in sorted(p for p in result_dir.iterdir() if p.is_dir()):
+        for path in sorted(subdir.rglob(f"{VERSION_PREFIX}_*_result.json")):
+            match = _RESULT_FILE.match(path.name)
+            if match and match.group(1) in MULTI_TURN_CATEGORIES:
+                found.append(ResultFile(subdir.name, match.group(1), path))
+    return found
+
+
+def read_result_lines(path: Path, category: str) -> tuple[list[dict], list[str]]:
+    """Entries of a result file (streamed line by line) and the problems found."""
+    entries: list[dict] = []
+    problems: list[str] = []
+    seen: set[str] = set()
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{number}"
+            try:
+                item = json.loads(line)
+            except (ValueError, RecursionError) as exc:
+                problems.append(f"{where}: not valid JSON ({str(exc)[:120]}); line skipped")
+                continue
+            if not isinstance(item, dict) or "id" not in item or "result" not in item:
+                problems.append(f"{where}: expected an object with 'id' and 'result'; line skipped")
+                continue
+            entry_id = item["id"]
+            match = _ID.match(entry_id) if isinstance(entry_id, str) else None
+            if match is None or match.group(1) != category:
+                problems.append(f"{where}: id {entry_id!r} does not belong to {category}; line skipped")
+                continue
+            if entry_id in seen:
+                problems.append(f"{where}: duplicate id {entry_id!r}; the first occurrence is scored")
+                continue
+            seen.add(entry_id)
+            entries.append(item)
+    entries.sort(key=lambda item: int(item["id"].rsplit("_", 1)[1]))
+    return entries, problems
+
+
+# ------------------------------------------------------------------ worker side
+
+_WORKER_DATASET: Dataset | None = None
+
+
+def _init_worker(data: str | None) -> None:
+    global _WORKER_DATASET
+    _WORKER_DATASET = Dataset.open(data)
+
+
+def score_entry(dataset: Dataset, item: dict, model: str, category: str, options: Options) -> dict:
+    """Score one result-file entry; ``{"valid": True}`` or a JSON-safe failure record."""
+    entry_id = item["id"]
+    entry = dataset.entry(entry_id)
+    record = evaluate_entry(
+        entry,
+        item["result"],
+        dataset.ground_truth_for(entry_id),
+        model_name=model,
+        test_category=category,
+        decoder=options.decoder,
+        long_context_data=dataset.long_context_data,
+        prompt_entry=lambda: dataset.prompt_entry(entry_id),
+        inference_log=item.get("inference_log", ""),
+        strict_irrelevance=options.strict_irrelevance,
+        check_order=options.check_order,
+    )
+    return record if record.get("valid") else json_safe(record)
+
+
+def _score_chunk(args: tuple[list[dict], str, str, Options]) -> list[dict]:
+    items, model, category, options = args
+    assert _WORKER_DATASET is not None
+    return [_safe_score(_WORKER_DATASET, item, model, category, options) for item in items]
+
+
+def _safe_score(dataset: Dataset, item: dict, model: str, category: str, options: Options) -> dict:
+    try:
+        return score_entry(dataset, item, model, category, options)
+    except Exception as exc:  # noqa: BLE001 - one entry's crash must not lose the others
+        return {
+            "id": item["id"], "model_name": model, "test_category": category, "valid": False,
+            "error": {"error_message": [f"bfcl-safe could not score this entry: {type(exc).__name__}: {exc}"],
+                      "error_type": INFERENCE_ERROR},
+            "internal_error": True,
+        }
+
+
+# ------------------------------------------------------------------ driver side
+
+
+def score_tree(
+    result_dir: Path,
+    score_dir: Path,
+    dataset: Dataset,
+    data_path: str | None,
+    options: Options = Options(),
+    *,
+    progress: Callable[[int], None] | None = None,
+    report: Callable[[str], None] = lambda message: None,
+    files: Sequence[ResultFile] | None = None,
+) -> list[FileScore]:
+    """Score every multi-turn result file under ``result_dir``; write the score files and CSV."""
+    files = list(files if files is not None else find_result_files(result_dir))
+    scores = []
+    pool = None
+    if options.jobs > 1:
+        pool = ProcessPoolExecutor(max_workers=options.jobs, initializer=_init_worker, initargs=(data_path,))
+    try:
+        for result_file in files:
+            scores.append(_score_file(result_file, score_dir, dataset, options, pool, progress, report))
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+    models = []
+    for result_file in files:
+        if result_file.model not in models:
+            models.append(result_file.model)
+    if scores:
+        write_leaderboard_csv(score_dir, dataset, first_models=models)
+    return scores
+
+
+def _chunks(items: list[dict], size: int) -> Iterator[list[dict]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _score_file(result_file, score_dir, dataset, options, pool, progress, report) -> FileScore:
+    score = FileScore(result_file.model, result_file.category)
+    items, problems = read_result_lines(result_file.path, result_file.category)
+    known = set(dataset.ids(result_file.category))
+    kept = []
+    for item in items:
+        if item["id"] in known:
+            kept.append(item)
+        else:
+            problems.append(f"{result_file.path}: id {item['id']!r} is not in the dataset; skipped")
+    present = {item["id"] for item in kept}
+    missing = [entry_id for entry_id in dataset.ids(result_file.category) if entry_id not in present]
+    for problem in problems:
+        report(problem)
+    if pool is None:
+        records = []
+        for item in kept:
+            records.append(_safe_score(dataset, item, result_file.model, result_file.category, options))
+            if progress:
+                progress(1)
+    else:
+        size = max(1, min(25, len(kept) // (options.jobs * 4) or 1))
+        records = []
+        jobs = [(chunk, result_file.model, result_file.category, options) for chunk in _chunks(kept, size)]
+        for chunk_records in pool.map(_score_chunk, jobs):
+            records.extend(chunk_records)
+            if progress:
+                progress(len(chunk_records))
+    for record in records:
+        if record.get("valid"):
+            score.correct += 1
+        else:
+            if record.pop("internal_error", False):
+                report(f"{result_file.path}: {record['id']}: {record['error']['error_message'][0]}")
+            score.failures.append(record)
+    if missing and not options.partial:
+        report(f"{result_file.path}: {len(missing)} entries missing from the file (scored as failed; "
+               f"--partial scores only the entries present)")
+        for entry_id in missing:
+            score.failures.append({
+                "id": entry_id, "model_name": result_file.model, "test_category": result_file.category,
+                "valid": False,
+                "error": {"error_message": ["Entry missing from the result file."], "error_type": INFERENCE_ERROR},
+            })
+        score.failures.sort(key=lambda record: int(record["id"].rsplit("_", 1)[1]))
+    score.total = score.correct + len(score.failures)
+    score.problems = problems
+    if score.total:
+        score.score_path = write_score_file(
+            score_dir, result_file.model, result_file.category, score.failures, score.correct, score.total
+        )
+    return score
