@@ -36,13 +36,31 @@ def wheel_path() -> Path:
     env = os.environ.get("BFCL_SAFE_WHEEL")
     candidates = [Path(env)] if env else []
     candidates.append(ROOT.parent / "shared" / WHEEL_NAME)
-    candidates += [Path(p) for p in glob.glob(str(Path.home() / ".cache" / "bfcl-safe" / WHEEL_NAME))]
+    cache = Path(os.environ.get("BFCL_SAFE_CACHE", Path.home() / ".cache" / "bfcl-safe"))
+    candidates += [Path(p) for p in glob.glob(str(cache / WHEEL_NAME))]
     for candidate in candidates:
         if candidate.is_file():
             return candidate
-    raise FileNotFoundError(
-        f"the pinned wheel {WHEEL_NAME} was not found (set BFCL_SAFE_WHEEL or run 'bfcl-safe data fetch')"
+    # A fresh machine: fetch the pinned wheel from PyPI into the cache (tests may use pip).
+    cache = Path(os.environ.get("BFCL_SAFE_CACHE", Path.home() / ".cache" / "bfcl-safe"))
+    cache.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "bfcl-eval==2026.3.23", "-d", str(cache)],
+        check=True,
     )
+    path = cache / WHEEL_NAME
+    import hashlib
+
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    if digest != WHEEL_SHA256:
+        path.unlink()
+        raise RuntimeError(f"downloaded {WHEEL_NAME} has sha256 {digest}, expected {WHEEL_SHA256}")
+    return path
+
+
+@lru_cache(maxsize=None)
+def wheel() -> Path:
+    return wheel_path()
 
 
 @lru_cache(maxsize=None)
