@@ -216,7 +216,9 @@ def _reason(exc: BaseException) -> str:
 
 def _source_for(path: Path):
     if not path.exists():
-        raise DatasetError(f"{path} does not exist; pass a bfcl-eval wheel, an unpacked wheel or a bfcl_eval package folder as --data")
+        raise DatasetError(
+            f"{path} does not exist; pass a bfcl-eval wheel, an unpacked wheel or a {PACKAGE} package folder as --data"
+        )
     if path.is_file():
         return _ZipSource(path), f"{PACKAGE}/"
     if (path / PACKAGE).is_dir():

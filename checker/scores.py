@@ -1,0 +1,266 @@
+"""Score files and the multi-turn leaderboard CSV, byte for byte in BFCL's format.
+
+Score file (``SCORE/{model}/multi_turn/BFCL_v4_{category}_score.json``), as the
+reference's ``save_eval_results`` + ``write_list_of_dicts_to_file`` write it:
+
+- one JSON document per line, each followed by ``\\n``, UTF-8;
+- line 1: ``{"accuracy": correct/total, "correct_count": ..., "total_count": ...}``;
+- then one line per failed entry, in the order given;
+- each line is ``json.dumps(value, ensure_ascii=False)`` (default separators) of the
+  entry after the reference's ``make_json_serializable`` pass: dicts and lists are
+  walked, any other value that ``json.dumps`` rejects becomes ``str(value)``
+  (so our backends' objects must ``str()`` like the reference's).
+
+CSV (``SCORE/data_multi_turn.csv``), as ``update_leaderboard_table_with_local_score_file``
++ ``generate_leaderboard_csv`` + ``write_score_csv_file`` build it:
+
+- one row per model folder under SCORE holding any ``BFCL_v4_*_score.json`` (any
+  category), the first line of each file being its summary;
+- columns ``Rank,Model,Multi Turn Overall Acc,Base,Miss Func,Miss Param,Long Context``;
+- a missing category shows ``N/A`` and counts as 0 in the overall, which is the plain
+  mean of the four accuracies (summed in column order, divided by 4);
+- numbers are ``"{:.2f}%".format(x * 100)``; rows sorted by the overall, descending,
+  stably (ties keep table order); rank is 1-based;
+- cells joined by ``,`` without quoting, lines by ``\\n``, no newline after the last.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+VERSION_PREFIX = "BFCL_v4"
+MULTI_TURN_GROUP = "multi_turn"
+CSV_NAME = "data_multi_turn.csv"
+
+#: The CSV header (the reference's ``COLUMNS_MULTI_TURN``).
+CSV_COLUMNS = ("Rank", "Model", "Multi Turn Overall Acc", "Base", "Miss Func", "Miss Param", "Long Context")
+#: Categories behind the four per-category columns, in column order.
+CSV_CATEGORIES = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context")
+NOT_AVAILABLE = "N/A"
+
+SCORE_GLOB = f"{VERSION_PREFIX}_*_score.json"
+#: The reference's ``extract_test_category`` pattern, searched in the whole path text.
+_CATEGORY_PATTERN = rf".*{VERSION_PREFIX}_(\w+?)(?:_score|_result)?\.json"
+
+_PLAIN = (str, int, float, bool, type(None))
+
+
+class ScoreFileError(ValueError):
+    """A score file cannot be read; the message names the file and the problem."""
+
+
+# --------------------------------------------------------------------------- JSON lines
+
+
+def json_safe(value: Any) -> Any:
+    """The reference's ``make_json_serializable``: walk dicts and lists, ``str()`` what JSON rejects."""
+    if type(value) in _PLAIN:  # fast path: these always serialise as they are
+        return value
+    if isinstance(value, dict):
+        return {key: json_safe(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [json_safe(item) for item in value]
+    try:
+        json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(value)
+    return value
+
+
+def dumps_line(entry: Any) -> str:
+    """One score-file line, without the newline."""
+    return json.dumps(json_safe(entry), ensure_ascii=False)
+
+
+def _write_text(path: Path, text: str) -> None:
+    """Write UTF-8 text with ``\\n`` line ends, atomically (temp file + rename).
+
+    Lone surrogates (possible in model text decoded from JSON escapes) cannot be
+    encoded in UTF-8; the reference crashes on them. We write them as ``\\udXXX``,
+    which inside a JSON string is the same escape JSON decodes back to the same text.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with open(temporary, "w", encoding="utf-8", errors="backslashreplace", newline="\n") as handle:
+            handle.write(text)
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+# --------------------------------------------------------------------------- score files
+
+
+def score_file_path(score_dir: str | os.PathLike, model_name: str, category: str) -> Path:
+    """``SCORE/{model}/multi_turn/BFCL_v4_{category}_score.json``."""
+    if MULTI_TURN_GROUP not in category:
+        raise ValueError(f"{category!r} is not a multi-turn category")
+    return Path(score_dir) / model_name / MULTI_TURN_GROUP / f"{VERSION_PREFIX}_{category}_score.json"
+
+
+def write_score_file(
+    score_dir: str | os.PathLike,
+    model_name: str,
+    category: str,
+    failed_entries: Sequence[Mapping[str, Any]],
+    correct_count: int,
+    total_count: int,
+) -> Path:
+    """Write one category's score file; return its path.
+
+    ``failed_entries`` are the reference's failure dicts (``id``, ``model_name``,
+    ``test_category``, ``valid``, ``error``, ``prompt``, ..., ``inference_log``), in
+    result-file order (the reference sorts results by id index).
+    """
+    if total_count <= 0:
+        raise ValueError(f"total_count must be positive, got {total_count!r}")
+    if correct_count + len(failed_entries) != total_count:
+        raise ValueError(
+            f"correct_count ({correct_count}) + failed entries ({len(failed_entries)}) "
+            f"!= total_count ({total_count})"
+        )
+    header = {"accuracy": correct_count / total_count, "correct_count": correct_count, "total_count": total_count}
+    lines = [dumps_line(header)]
+    lines.extend(dumps_line(entry) for entry in failed_entries)
+    path = score_file_path(score_dir, model_name, category)
+    _write_text(path, "".join(line + "\n" for line in lines))
+    return path
+
+
+def read_score_file(path: str | os.PathLike) -> tuple[dict, dict[str, dict]]:
+    """Return ``(summary, {id: failed entry})`` of a score file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScoreFileError(f"{path}: cannot read it ({type(exc).__name__}: {exc})") from None
+    summary: dict | None = None
+    failed: dict[str, dict] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ScoreFileError(f"{path}: line {number} is not JSON ({exc.msg})") from None
+        if not isinstance(value, dict):
+            raise ScoreFileError(f"{path}: line {number} is not a JSON object")
+        if summary is None:
+            summary = value
+        elif "id" in value:
+            failed[value["id"]] = value
+        else:
+            raise ScoreFileError(f"{path}: line {number} has no 'id'")
+    if summary is None:
+        raise ScoreFileError(f"{path}: the file is empty")
+    return summary, failed
+
+
+def read_score_summary(path: str | os.PathLike) -> dict:
+    """The first line of a score file (the only line the leaderboard uses)."""
+    path = Path(path)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            first = handle.readline()
+        summary = json.loads(first)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScoreFileError(f"{path}: cannot read it ({type(exc).__name__}: {exc})") from None
+    except json.JSONDecodeError as exc:
+        raise ScoreFileError(f"{path}: the first line is not JSON ({exc.msg})") from None
+    if not isinstance(summary, dict) or not isinstance(summary.get("accuracy"), (int, float)):
+        raise ScoreFileError(f"{path}: the first line has no numeric 'accuracy'")
+    return summary
+
+
+# --------------------------------------------------------------------------- leaderboard
+
+
+def category_of_score_file(path: str | os.PathLike) -> str | None:
+    """The reference's ``extract_test_category`` on a path (None where it would raise)."""
+    match = re.search(_CATEGORY_PATTERN, str(path))
+    return match.group(1) if match else None
+
+
+def collect_scores(
+    score_dir: str | os.PathLike, first_models: Iterable[str] = ()
+) -> dict[str, dict[str, dict]]:
+    """``{model folder: {category: summary}}`` from every score file under ``score_dir``.
+
+    Order is the reference's leaderboard-table order: ``first_models`` (the models
+    scored in this run, in result-folder listing order) first, then the other model
+    folders in directory listing order. Within a model a later file of the same
+    category wins, as in the reference's ``rglob`` walk.
+    """
+    root = Path(score_dir)
+    table: dict[str, dict[str, dict]] = {name: {} for name in first_models}
+    if not root.is_dir():
+        return {name: cats for name, cats in table.items() if cats}
+    # Same walk as the reference: iterdir(), then rglob() inside each folder.
+    for subdir in [entry for entry in root.iterdir() if entry.is_dir()]:
+        for score_file in subdir.rglob(SCORE_GLOB):
+            category = category_of_score_file(score_file)
+            if category is None:  # the reference raises here; we skip the stray file
+                continue
+            summary = read_score_summary(score_file)
+            table.setdefault(subdir.name, {})[category] = summary
+    return {name: cats for name, cats in table.items() if cats}
+
+
+def _percent(value: Any) -> str:
+    return value if isinstance(value, str) else "{:.2f}%".format(value * 100)
+
+
+def leaderboard_rows(
+    scores: Mapping[str, Mapping[str, Mapping[str, Any]]],
+    display_name: Callable[[str], str] = str,
+) -> list[list[str]]:
+    """The CSV rows (without header) for a table from :func:`collect_scores`."""
+    rows = []
+    for model, categories in scores.items():
+        cells: list[Any] = []
+        total = 0
+        for category in CSV_CATEGORIES:
+            summary = categories.get(category)
+            if summary is None:
+                cells.append(NOT_AVAILABLE)  # counts as 0 in the overall
+            else:
+                total += summary["accuracy"]
+                cells.append(summary["accuracy"])
+        overall = total / len(CSV_CATEGORIES)
+        rows.append([display_name(model), overall, *cells])
+    rows.sort(key=lambda row: row[1], reverse=True)  # stable: ties keep table order
+    return [[str(rank), name, *(_percent(cell) for cell in cells)] for rank, (name, *cells) in enumerate(rows, 1)]
+
+
+def write_leaderboard_csv(
+    score_dir: str | os.PathLike,
+    dataset: Any = None,
+    *,
+    display_names: Mapping[str, str] | None = None,
+    first_models: Iterable[str] = (),
+) -> Path:
+    """Write ``SCORE/data_multi_turn.csv`` from the score files present under ``score_dir``.
+
+    The Model column is ``display_names[folder]`` if given, else the display name in the
+    dataset's model registry (``Dataset.display_name``: folder ``_`` -> ``/``), else the
+    folder name (the reference would fail on a model it does not know).
+    """
+    overrides = dict(display_names or {})
+
+    def display_name(model: str) -> str:
+        if model in overrides:
+            return overrides[model]
+        if dataset is not None:
+            return dataset.display_name(model)
+        return model
+
+    rows = leaderboard_rows(collect_scores(score_dir, first_models), display_name)
+    text = "\n".join(",".join(row) for row in [list(CSV_COLUMNS), *rows])
+    path = Path(score_dir) / CSV_NAME
+    _write_text(path, text)
+    return path
