@@ -16,7 +16,7 @@ from interp.callspec import CallSpec, Container, Failure, NameRef, SourceString
 from interp.errors import RejectedInput
 from interp.results import format_error, format_result
 from interp.table import MethodTable
-from interp.text import parse_call
+from interp.text import parse_call, python_syntax_error
 
 #: Names the reference refuses to call (checked on the outermost call only).
 DENYLIST = frozenset({"kill", "exit", "quit", "remove", "unlink", "popen", "Popen", "run"})
@@ -101,6 +101,11 @@ def run_call(call: Call, table: MethodTable) -> str:
         spec = call if isinstance(call, CallSpec) else parse_call(call)
         return format_result(_invoke(spec, table))
     except RejectedInput as exc:
+        if isinstance(call, str):
+            # Where eval itself would fail to parse, report its exact message.
+            syntax = python_syntax_error(table.rewrite(call))
+            if syntax is not None:
+                return format_error(SyntaxError(syntax))
         return format_error(exc)
     except _Raised as raised:
         return format_error(raised.error)

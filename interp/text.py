@@ -311,3 +311,23 @@ def parse_call(text: str) -> CallSpec:
             raise result
         return result
     return _parse(text)
+
+
+def python_syntax_error(text: str) -> str | None:
+    """The ``str()`` of the ``SyntaxError`` that ``eval(text)`` would raise, if any.
+
+    Used only on the error path, to report a malformed call with the exact text the
+    reference's ``eval`` gives (its result strings are compared). ``ast.parse``
+    builds a tree and runs nothing; the length and nesting guards come first.
+    """
+    import ast
+
+    if len(text) > limits.MAX_SOURCE_LENGTH or bracket_depth(text) > limits.MAX_NESTING_DEPTH:
+        return None
+    try:
+        ast.parse(text.lstrip(" \t"), filename="<string>", mode="eval")
+    except SyntaxError as exc:
+        return str(exc)
+    except (ValueError, RecursionError, MemoryError):
+        return None
+    return None

@@ -1,0 +1,57 @@
+"""Shared pieces for checker tests: the dataset, and the reference's verdict for an entry."""
+
+from __future__ import annotations
+
+import copy
+from functools import lru_cache
+from typing import Any
+
+from checker.dataset import Dataset
+from tests.refenv import import_reference, wheel
+
+CATEGORIES = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context")
+
+
+@lru_cache(maxsize=None)
+def dataset() -> Dataset:
+    return Dataset.open(wheel())
+
+
+def reference_verdict(entry: dict, model_result: Any, ground_truth: list, model_name: str, decoder: str) -> str | None:
+    """The reference's error type for one entry (None when it passes).
+
+    Reproduces ``_evaluate_single_multi_turn_entry`` with the reference's own
+    decoder functions and its ``multi_turn_checker`` (imported from the pinned
+    wheel, test-only). Instances it leaves in its module globals are removed after.
+    """
+    utils = import_reference("model_handler.utils")
+    checker = import_reference("eval_checker.multi_turn_eval.multi_turn_checker")
+    mt_utils = import_reference("eval_checker.multi_turn_eval.multi_turn_utils")
+    if type(model_result) is not list:
+        return "multi_turn:inference_error"
+    if len(model_result) != len(ground_truth):
+        return "multi_turn:force_terminated"
+    decode = {
+        "fc": utils.convert_to_function_call,
+        "prompting": utils.default_decode_execute_prompting,
+    }[decoder]
+    decoded = []
+    for turn in model_result:
+        steps = []
+        for step in turn:
+            try:
+                calls = decode(step)
+                if mt_utils.is_empty_execute_response(calls):
+                    continue
+                steps.append(calls)
+            except Exception:  # noqa: BLE001 - as the reference: skip undecodable steps
+                continue
+        decoded.append(steps)
+    prompt = copy.deepcopy(entry)
+    try:
+        result = checker.multi_turn_checker(decoded, ground_truth, prompt, entry["id"].rsplit("_", 1)[0], model_name)
+    finally:
+        namespace = vars(mt_utils)
+        for key in [k for k in namespace if k.endswith("_instance")]:
+            del namespace[key]
+    return None if result["valid"] else result["error_type"]
