@@ -1,0 +1,156 @@
+"""The command line, through click's CliRunner: exit codes, messages, files written."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from checker.cli import main
+from tests.refenv import REAL_RESULTS, wheel
+
+RUN = REAL_RESULTS / "gpt-oss-120b-vllm-0.10.2"
+MODEL = "openai_gpt-oss-120b"
+
+
+@pytest.fixture
+def runner():
+    return CliRunner(mix_stderr=False) if "mix_stderr" in CliRunner.__init__.__code__.co_varnames else CliRunner()
+
+
+def _subset(tmp_path: Path, lines: int = 12) -> Path:
+    """A result tree with the first ``lines`` entries of each real result file."""
+    result_dir = tmp_path / "result"
+    for source in (RUN / "result" / MODEL / "multi_turn").glob("*.json"):
+        target = result_dir / MODEL / "multi_turn" / source.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("".join(source.read_text(encoding="utf-8").splitlines(keepends=True)[:lines]), encoding="utf-8")
+    return result_dir
+
+
+def _official(category: str) -> dict[str, str]:
+    path = RUN / "score" / MODEL / "multi_turn" / f"BFCL_v4_{category}_score.json"
+    return {json.loads(l)["id"]: json.loads(l)["error"]["error_type"] for l in path.read_text().splitlines()[1:]}
+
+
+def _ours(score_dir: Path, category: str) -> tuple[dict, dict[str, str]]:
+    path = score_dir / MODEL / "multi_turn" / f"BFCL_v4_{category}_score.json"
+    lines = path.read_text().splitlines()
+    return json.loads(lines[0]), {json.loads(l)["id"]: json.loads(l)["error"]["error_type"] for l in lines[1:]}
+
+
+needs_real = pytest.mark.skipif(not RUN.is_dir(), reason="../shared/real-results is not available")
+
+
+@needs_real
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_evaluate_writes_score_files_with_official_verdicts(runner, tmp_path, jobs):
+    result_dir = _subset(tmp_path)
+    score_dir = tmp_path / "score"
+    out = runner.invoke(main, ["evaluate", "--result-dir", str(result_dir), "--score-dir", str(score_dir),
+                               "--data", str(wheel()), "--jobs", str(jobs), "--partial"])
+    assert out.exit_code == 0, out.output
+    assert "multi_turn_base" in out.output and "accuracy" in out.output
+    for category in ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param"):
+        summary, ours = _ours(score_dir, category)
+        assert summary["total_count"] == 12
+        official = {k: v for k, v in _official(category).items() if int(k.rsplit("_", 1)[1]) < 12}
+        assert ours == official
+    assert (score_dir / "data_multi_turn.csv").is_file()
+
+
+@needs_real
+def test_missing_entries_count_as_failed_without_partial(runner, tmp_path):
+    result_dir = _subset(tmp_path, lines=5)
+    score_dir = tmp_path / "score"
+    out = runner.invoke(main, ["evaluate", "--result-dir", str(result_dir), "--score-dir", str(score_dir),
+                               "--data", str(wheel())])
+    assert out.exit_code == 0
+    summary, ours = _ours(score_dir, "multi_turn_base")
+    assert summary["total_count"] == 200
+    assert sum(1 for v in ours.values() if v == "multi_turn:inference_error") >= 195
+    assert "entries missing" in (out.stderr if hasattr(out, "stderr") else out.output)
+
+
+@needs_real
+def test_malformed_lines_are_reported_and_the_rest_is_scored(runner, tmp_path):
+    result_dir = _subset(tmp_path, lines=6)
+    path = result_dir / MODEL / "multi_turn" / "BFCL_v4_multi_turn_base_result.json"
+    lines = path.read_text().splitlines()
+    lines.insert(2, "{not json")
+    lines.insert(3, json.dumps({"id": "multi_turn_base_0", "result": []}))  # duplicate id
+    lines.insert(4, json.dumps({"id": "multi_turn_base_999", "result": []}))  # unknown id
+    lines.insert(5, json.dumps(["no", "object"]))
+    lines.insert(6, json.dumps({"id": "multi_turn_base_77", "result": [[["not a step"]], 5]}))
+    path.write_text("\n".join(lines) + "\n")
+    score_dir = tmp_path / "score"
+    out = runner.invoke(main, ["evaluate", "--result-dir", str(result_dir), "--score-dir", str(score_dir),
+                               "--data", str(wheel()), "--partial"])
+    assert out.exit_code == 0, out.output
+    stderr = out.stderr if hasattr(out, "stderr") else out.output
+    assert ":3: not valid JSON" in stderr
+    assert "duplicate id 'multi_turn_base_0'" in stderr
+    assert "'multi_turn_base_999' is not in the dataset" in stderr
+    assert "expected an object with 'id' and 'result'" in stderr
+    summary, ours = _ours(score_dir, "multi_turn_base")
+    assert summary["total_count"] == 7  # six good entries and entry 77
+    official = {k: v for k, v in _official("multi_turn_base").items() if int(k.rsplit("_", 1)[1]) < 6}
+    assert {k: v for k, v in ours.items() if k != "multi_turn_base_77"} == official
+    assert ours["multi_turn_base_77"] == "multi_turn:force_terminated"
+
+
+def test_missing_result_dir_is_a_one_line_error(runner, tmp_path):
+    out = runner.invoke(main, ["evaluate", "--result-dir", str(tmp_path / "nope"), "--score-dir", str(tmp_path)])
+    assert out.exit_code == 2
+    assert "does not exist" in (out.stderr if hasattr(out, "stderr") else out.output)
+
+
+def test_empty_result_dir_is_a_one_line_error(runner, tmp_path):
+    (tmp_path / "result").mkdir()
+    out = runner.invoke(main, ["evaluate", "--result-dir", str(tmp_path / "result"), "--score-dir",
+                               str(tmp_path / "score"), "--data", str(wheel())])
+    assert out.exit_code == 1
+    message = (out.stderr if hasattr(out, "stderr") else out.output).strip()
+    assert message.startswith("Error: no multi-turn result files under")
+    assert len(message.splitlines()) == 1
+
+
+def test_bad_data_path_is_a_one_line_error(runner, tmp_path):
+    (tmp_path / "result").mkdir()
+    bogus = tmp_path / "bogus.whl"
+    bogus.write_bytes(b"not a zip")
+    out = runner.invoke(main, ["evaluate", "--result-dir", str(tmp_path / "result"), "--score-dir",
+                               str(tmp_path / "score"), "--data", str(bogus)])
+    assert out.exit_code == 1
+    message = (out.stderr if hasattr(out, "stderr") else out.output).strip()
+    assert message.startswith("Error:") and len(message.splitlines()) == 1
+
+
+def test_missing_cache_names_the_fix(runner, tmp_path, monkeypatch):
+    monkeypatch.setenv("BFCL_SAFE_CACHE", str(tmp_path / "empty-cache"))
+    (tmp_path / "result").mkdir()
+    out = runner.invoke(main, ["evaluate", "--result-dir", str(tmp_path / "result"), "--score-dir", str(tmp_path / "s")])
+    assert out.exit_code == 1
+    assert "bfcl-safe data fetch" in (out.stderr if hasattr(out, "stderr") else out.output)
+
+
+def test_demo_scores_the_built_in_result_set(runner, tmp_path):
+    out = runner.invoke(main, ["demo", "--score-dir", str(tmp_path / "demo"), "--data", str(wheel()), "--entries", "10"])
+    assert out.exit_code == 0, out.output
+    assert "demo-replay-FC" in out.output and "demo-replay-prompting" in out.output
+    # entries 3, 6 and 8 of each category are wrong, hostile-but-right, and truncated
+    summary, _ = json.loads((tmp_path / "demo/score/demo-replay-FC/multi_turn/BFCL_v4_multi_turn_base_score.json")
+                            .read_text().splitlines()[0]), None
+    assert summary["total_count"] == 10 and summary["correct_count"] == 8
+
+
+def test_data_fetch_from_a_local_wheel(runner, tmp_path, monkeypatch):
+    monkeypatch.setenv("BFCL_SAFE_CACHE", str(tmp_path / "cache"))
+    out = runner.invoke(main, ["data", "fetch", "--wheel", str(wheel())])
+    assert out.exit_code == 0, out.output
+    assert (tmp_path / "cache" / wheel().name).is_file()
+    out = runner.invoke(main, ["data", "info"])
+    assert out.exit_code == 0 and "multi_turn_base: 200 entries" in out.output
