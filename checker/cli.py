@@ -168,3 +168,7 @@ def info(data: str | None) -> None:
     except DatasetError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(f"cache folder: {default_cache_dir()}")
+
+
+if __name__ == "__main__":
+    main()

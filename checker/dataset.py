@@ -20,7 +20,6 @@ cache: treat them as read-only (``prompt_entry`` returns a fresh copy).
 from __future__ import annotations
 
 import ast
-import copy
 import hashlib
 import json
 import os
@@ -390,20 +389,24 @@ class Dataset:
         return self._func_docs[class_name]
 
     def prompt_entry(self, entry_id: str) -> dict:
-        """A fresh copy of the entry as the reference holds it while scoring.
+        """The entry as the reference holds it while scoring (a new top-level dict).
 
         The reference (``populate_test_cases_with_predefined_functions``) adds the
         involved classes' docs as ``function`` and, for each turn in
         ``missed_function``, replaces the held-out names by their docs, removing each
         from ``function`` (a name not found — e.g. already removed — is dropped).
         Score files show this entry with ``function`` deleted again.
+
+        Only the containers this changes are new; nested values (questions, docs) are
+        the dataset's own and must be treated as read-only, like everything it returns.
         """
-        entry = copy.deepcopy(self.entry(entry_id))
+        entry = dict(self.entry(entry_id))
         functions: list[dict] = []
         for class_name in entry["involved_classes"]:
-            functions.extend(copy.deepcopy(self.func_docs(class_name)))
+            functions.extend(self.func_docs(class_name))
         entry["function"] = functions
         if "missed_function" in entry:
+            missed = {}
             for turn, names in entry["missed_function"].items():
                 docs = []
                 for name in names:
@@ -411,7 +414,8 @@ class Dataset:
                         if doc["name"] == name:
                             docs.append(functions.pop(i))
                             break
-                entry["missed_function"][turn] = docs
+                missed[turn] = docs
+            entry["missed_function"] = missed
         return entry
 
     # -- long-context extension

@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator, Sequence
 import attrs
 
 from checker.dataset import Dataset
-from checker.scores import json_safe, write_leaderboard_csv, write_score_file
+from checker.scores import ScoreFileWriter, dumps_line, write_leaderboard_csv
 from checker.verdict import INFERENCE_ERROR, evaluate_entry
 
 VERSION_PREFIX = "BFCL_v4"
@@ -47,6 +47,7 @@ class FileScore:
     category: str
     correct: int = 0
     total: int = 0
+    #: Brief failure records (id, error type and message); full ones are in the score file.
     failures: list[dict] = attrs.Factory(list)
     problems: list[str] = attrs.Factory(list)
     score_path: Path | None = None
@@ -109,12 +110,26 @@ def _init_worker(data: str | None) -> None:
     _WORKER_DATASET = Dataset.open(data)
 
 
+@attrs.frozen
+class Outcome:
+    """One scored entry: the verdict in brief, and the score-file line when it failed."""
+
+    id: str
+    error_type: str | None = None
+    error_message: Any = None
+    line: str | None = None
+    internal: bool = False
+
+    @property
+    def valid(self) -> bool:
+        return self.error_type is None
+
+
 def score_entry(dataset: Dataset, item: dict, model: str, category: str, options: Options) -> dict:
-    """Score one result-file entry; ``{"valid": True}`` or a JSON-safe failure record."""
+    """Score one result-file entry; ``{"valid": True}`` or the reference's failure record."""
     entry_id = item["id"]
-    entry = dataset.entry(entry_id)
-    record = evaluate_entry(
-        entry,
+    return evaluate_entry(
+        dataset.entry(entry_id),
         item["result"],
         dataset.ground_truth_for(entry_id),
         model_name=model,
@@ -126,25 +141,30 @@ def score_entry(dataset: Dataset, item: dict, model: str, category: str, options
         strict_irrelevance=options.strict_irrelevance,
         check_order=options.check_order,
     )
-    return record if record.get("valid") else json_safe(record)
 
 
-def _score_chunk(args: tuple[list[dict], str, str, Options]) -> list[dict]:
+def _outcome(dataset: Dataset, item: dict, model: str, category: str, options: Options) -> Outcome:
+    try:
+        record = score_entry(dataset, item, model, category, options)
+    except Exception as exc:  # noqa: BLE001 - one entry's crash must not lose the others
+        record = _failure_record(item["id"], model, category,
+                                 f"bfcl-safe could not score this entry: {type(exc).__name__}: {exc}")
+        return Outcome(item["id"], INFERENCE_ERROR, record["error"]["error_message"], dumps_line(record), True)
+    if record.get("valid"):
+        return Outcome(item["id"])
+    error = record["error"]
+    return Outcome(item["id"], error["error_type"], error["error_message"], dumps_line(record))
+
+
+def _failure_record(entry_id: str, model: str, category: str, message: str) -> dict:
+    return {"id": entry_id, "model_name": model, "test_category": category, "valid": False,
+            "error": {"error_message": [message], "error_type": INFERENCE_ERROR}}
+
+
+def _score_chunk(args: tuple[list[dict], str, str, Options]) -> list[Outcome]:
     items, model, category, options = args
     assert _WORKER_DATASET is not None
-    return [_safe_score(_WORKER_DATASET, item, model, category, options) for item in items]
-
-
-def _safe_score(dataset: Dataset, item: dict, model: str, category: str, options: Options) -> dict:
-    try:
-        return score_entry(dataset, item, model, category, options)
-    except Exception as exc:  # noqa: BLE001 - one entry's crash must not lose the others
-        return {
-            "id": item["id"], "model_name": model, "test_category": category, "valid": False,
-            "error": {"error_message": [f"bfcl-safe could not score this entry: {type(exc).__name__}: {exc}"],
-                      "error_type": INFERENCE_ERROR},
-            "internal_error": True,
-        }
+    return [_outcome(_WORKER_DATASET, item, model, category, options) for item in items]
 
 
 # ------------------------------------------------------------------ driver side
@@ -187,10 +207,26 @@ def _chunks(items: list[dict], size: int) -> Iterator[list[dict]]:
         yield items[start : start + size]
 
 
+def _outcomes(kept, result_file, dataset, options, pool, progress) -> Iterator[Outcome]:
+    if pool is None:
+        for item in kept:
+            yield _outcome(dataset, item, result_file.model, result_file.category, options)
+            if progress:
+                progress(1)
+        return
+    size = max(1, min(25, len(kept) // (options.jobs * 4) or 1))
+    jobs = [(chunk, result_file.model, result_file.category, options) for chunk in _chunks(kept, size)]
+    for chunk in pool.map(_score_chunk, jobs):
+        yield from chunk
+        if progress:
+            progress(len(chunk))
+
+
 def _score_file(result_file, score_dir, dataset, options, pool, progress, report) -> FileScore:
     score = FileScore(result_file.model, result_file.category)
     items, problems = read_result_lines(result_file.path, result_file.category)
-    known = set(dataset.ids(result_file.category))
+    order = dataset.ids(result_file.category)
+    known = set(order)
     kept = []
     for item in items:
         if item["id"] in known:
@@ -198,44 +234,45 @@ def _score_file(result_file, score_dir, dataset, options, pool, progress, report
         else:
             problems.append(f"{result_file.path}: id {item['id']!r} is not in the dataset; skipped")
     present = {item["id"] for item in kept}
-    missing = [entry_id for entry_id in dataset.ids(result_file.category) if entry_id not in present]
+    missing = [] if options.partial else [entry_id for entry_id in order if entry_id not in present]
+    if missing:
+        problems.append(f"{result_file.path}: {len(missing)} entries missing from the file (scored as failed; "
+                        f"--partial scores only the entries present)")
     for problem in problems:
         report(problem)
-    if pool is None:
-        records = []
-        for item in kept:
-            records.append(_safe_score(dataset, item, result_file.model, result_file.category, options))
-            if progress:
-                progress(1)
-    else:
-        size = max(1, min(25, len(kept) // (options.jobs * 4) or 1))
-        records = []
-        jobs = [(chunk, result_file.model, result_file.category, options) for chunk in _chunks(kept, size)]
-        for chunk_records in pool.map(_score_chunk, jobs):
-            records.extend(chunk_records)
-            if progress:
-                progress(len(chunk_records))
-    for record in records:
-        if record.get("valid"):
-            score.correct += 1
-        else:
-            if record.pop("internal_error", False):
-                report(f"{result_file.path}: {record['id']}: {record['error']['error_message'][0]}")
-            score.failures.append(record)
-    if missing and not options.partial:
-        report(f"{result_file.path}: {len(missing)} entries missing from the file (scored as failed; "
-               f"--partial scores only the entries present)")
-        for entry_id in missing:
-            score.failures.append({
-                "id": entry_id, "model_name": result_file.model, "test_category": result_file.category,
-                "valid": False,
-                "error": {"error_message": ["Entry missing from the result file."], "error_type": INFERENCE_ERROR},
-            })
-        score.failures.sort(key=lambda record: int(record["id"].rsplit("_", 1)[1]))
-    score.total = score.correct + len(score.failures)
     score.problems = problems
-    if score.total:
-        score.score_path = write_score_file(
-            score_dir, result_file.model, result_file.category, score.failures, score.correct, score.total
-        )
+    if not kept and not missing:
+        return score
+    # Failed entries go to disk as they come, in id order (missing ones in their place).
+    writer = ScoreFileWriter(score_dir, result_file.model, result_file.category)
+    missing_ids = iter(missing)
+    next_missing = next(missing_ids, None)
+    index = {entry_id: position for position, entry_id in enumerate(order)}
+
+    def flush_missing(before: int | None) -> None:
+        nonlocal next_missing
+        while next_missing is not None and (before is None or index[next_missing] < before):
+            record = _failure_record(next_missing, result_file.model, result_file.category,
+                                     "Entry missing from the result file.")
+            writer.add(dumps_line(record))
+            score.failures.append(record)
+            next_missing = next(missing_ids, None)
+
+    try:
+        for outcome in _outcomes(kept, result_file, dataset, options, pool, progress):
+            flush_missing(index[outcome.id])
+            if outcome.valid:
+                score.correct += 1
+                continue
+            if outcome.internal:
+                report(f"{result_file.path}: {outcome.id}: {outcome.error_message[0]}")
+            writer.add(outcome.line)
+            score.failures.append({"id": outcome.id, "error": {"error_type": outcome.error_type,
+                                                               "error_message": outcome.error_message}})
+        flush_missing(None)
+    except BaseException:
+        writer.abort()
+        raise
+    score.total = score.correct + len(score.failures)
+    score.score_path = writer.finish(score.correct, score.total)
     return score

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import re
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -57,23 +58,36 @@ class ScoreFileError(ValueError):
 
 
 def json_safe(value: Any) -> Any:
-    """The reference's ``make_json_serializable``: walk dicts and lists, ``str()`` what JSON rejects."""
+    """The reference's ``make_json_serializable``: walk dicts and lists, ``str()`` what JSON rejects.
+
+    A subtree that ``json.dumps`` accepts as a whole is returned as it is: every leaf in
+    it is accepted too, so the reference's walk would keep it unchanged. Only subtrees
+    holding something JSON rejects are walked (failure details hold backend objects).
+    """
     if type(value) in _PLAIN:  # fast path: these always serialise as they are
         return value
+    try:
+        json.dumps(value, ensure_ascii=False)
+        return value
+    except (TypeError, ValueError):
+        pass
     if isinstance(value, dict):
         return {key: json_safe(item) for key, item in value.items()}
     if isinstance(value, list):
         return [json_safe(item) for item in value]
-    try:
-        json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return str(value)
-    return value
+    return str(value)
 
 
 def dumps_line(entry: Any) -> str:
-    """One score-file line, without the newline."""
-    return json.dumps(json_safe(entry), ensure_ascii=False)
+    """One score-file line, without the newline.
+
+    Plain data is encoded in one pass; only an entry holding something JSON rejects
+    (backend objects in failure details) goes through :func:`json_safe` first.
+    """
+    try:
+        return json.dumps(entry, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return json.dumps(json_safe(entry), ensure_ascii=False)
 
 
 def _write_text(path: Path, text: str) -> None:
@@ -130,6 +144,39 @@ def write_score_file(
     path = score_file_path(score_dir, model_name, category)
     _write_text(path, "".join(line + "\n" for line in lines))
     return path
+
+
+class ScoreFileWriter:
+    """Streams one category's failed-entry lines to disk, then writes the score file
+    (summary line first) atomically; memory stays flat however many entries fail."""
+
+    def __init__(self, score_dir: str | os.PathLike, model_name: str, category: str):
+        self.path = score_file_path(score_dir, model_name, category)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._body_path = self.path.with_name(f".{self.path.name}.body-{os.getpid()}")
+        self._body = open(self._body_path, "w", encoding="utf-8", errors="backslashreplace", newline="\n")
+
+    def add(self, line: str) -> None:
+        self._body.write(line)
+        self._body.write("\n")
+
+    def finish(self, correct_count: int, total_count: int) -> Path:
+        self._body.close()
+        header = {"accuracy": correct_count / total_count, "correct_count": correct_count, "total_count": total_count}
+        temporary = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}")
+        try:
+            with open(temporary, "w", encoding="utf-8", newline="\n") as out, open(self._body_path, encoding="utf-8") as body:
+                out.write(dumps_line(header) + "\n")
+                shutil.copyfileobj(body, out, 1 << 20)
+            os.replace(temporary, self.path)
+        finally:
+            temporary.unlink(missing_ok=True)
+            self._body_path.unlink(missing_ok=True)
+        return self.path
+
+    def abort(self) -> None:
+        self._body.close()
+        self._body_path.unlink(missing_ok=True)
 
 
 def read_score_file(path: str | os.PathLike) -> tuple[dict, dict[str, dict]]:

@@ -1,0 +1,94 @@
+"""Speed: bfcl-safe vs the reference on the same result files, whole processes, several rounds.
+
+    python benchmarks/bench_speed.py [--result-dir DIR] [--rounds 5] [--jobs 1]
+
+Without --result-dir it benchmarks two corpora: the real FC results in
+../shared/real-results and the ground truth of all 800 entries replayed as a
+prompting model. Each round runs `bfcl-safe evaluate` and the reference
+(benchmarks/reference_score.py) as fresh processes, timing the whole process
+(start-up and data loading included). Prints entries/s and the ratio (medians).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.refenv import REAL_RESULTS, reference_dir, wheel  # noqa: E402
+
+
+def prompting_corpus(out: Path) -> Path:
+    """Ground truth of all four categories rendered as a prompting model's result files."""
+    from checker.dataset import Dataset
+    from checker.replay import ground_truth_as_prompting
+
+    dataset = Dataset.open(wheel())
+    folder = out / "replay-prompting" / "multi_turn"
+    folder.mkdir(parents=True, exist_ok=True)
+    for category in ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context"):
+        with open(folder / f"BFCL_v4_{category}_result.json", "w") as handle:
+            for entry in dataset.entries(category):
+                result = ground_truth_as_prompting(dataset.ground_truth_for(entry["id"]), entry["involved_classes"])
+                handle.write(json.dumps({"id": entry["id"], "result": result}) + "\n")
+    return out
+
+
+def count_entries(result_dir: Path) -> int:
+    return sum(1 for p in result_dir.rglob("BFCL_v4_multi_turn_*_result.json") for line in open(p) if line.strip())
+
+
+def time_process(command: list[str], env: dict | None = None) -> float:
+    started = time.perf_counter()
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    return time.perf_counter() - started
+
+
+def bench(result_dir: Path, rounds: int, jobs: int, label: str) -> dict:
+    entries = count_entries(result_dir)
+    bfcl_safe = [sys.executable, "-m", "checker.cli", "evaluate", "--result-dir", str(result_dir),
+                 "--data", str(wheel()), "--jobs", str(jobs)]
+    env = dict(os.environ, PYTHONPATH=str(reference_dir()))
+    reference = [sys.executable, str(ROOT / "benchmarks" / "reference_score.py"), str(result_dir)]
+    ours, theirs = [], []
+    for _ in range(rounds):
+        with tempfile.TemporaryDirectory() as score_dir:
+            ours.append(time_process([*bfcl_safe, "--score-dir", score_dir]))
+        theirs.append(time_process(reference, env))
+    ours_s, theirs_s = statistics.median(ours), statistics.median(theirs)
+    row = {
+        "corpus": label, "entries": entries, "rounds": rounds, "jobs": jobs,
+        "bfcl_safe_s": round(ours_s, 3), "reference_s": round(theirs_s, 3),
+        "bfcl_safe_entries_per_s": round(entries / ours_s, 1),
+        "reference_entries_per_s": round(entries / theirs_s, 1),
+        "speedup": round(theirs_s / ours_s, 2),
+    }
+    print(json.dumps(row))
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--result-dir", type=Path)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--jobs", type=int, default=1)
+    args = parser.parse_args()
+    if args.result_dir:
+        bench(args.result_dir, args.rounds, args.jobs, str(args.result_dir))
+        return
+    bench(REAL_RESULTS / "gpt-oss-120b-vllm-0.10.2" / "result", args.rounds, args.jobs, "real FC results")
+    with tempfile.TemporaryDirectory() as tmp:
+        bench(prompting_corpus(Path(tmp)), args.rounds, args.jobs, "ground truth as prompting model")
+
+
+if __name__ == "__main__":
+    main()
