@@ -144,8 +144,11 @@ class TradingBot:
     watch_list: list
     transaction_history: list
     long_context: Any
-    _random: random.Random
+    _seed: Any
     _extensions: Optional[Mapping[str, Any]] = None
+    #: Created on the first transaction (seeding costs more than the rest of a load);
+    #: nothing else draws from it, so the sequence is the reference's.
+    _random: Optional[random.Random] = None
 
     @classmethod
     def from_config(
@@ -174,6 +177,7 @@ class TradingBot:
                 raise ValueError(f"TradingBot.from_config: long_context_data lacks {', '.join(missing)}")
             extensions = long_context_data
         orders = _copy_orders(config["orders"]) if "orders" in config else _copy_orders(_DEFAULT_ORDERS)
+        seed = config.get("random_seed", DEFAULT_RANDOM_SEED)
         account_info = (
             _copy_shallow(config["account_info"]) if "account_info" in config else dict(_DEFAULT_ACCOUNT_INFO)
         )
@@ -191,8 +195,11 @@ class TradingBot:
                 _copy_shallow(config["transaction_history"]) if "transaction_history" in config else []
             ),
             long_context=long_context,
-            random=random.Random(config.get("random_seed", DEFAULT_RANDOM_SEED)),
+            seed=seed,
             extensions=extensions,
+            # An int seed cannot fail; any other value is seeded now, so that a bad
+            # seed fails at load time like in the reference.
+            random=None if type(seed) is int else random.Random(seed),
         )
 
     def public_state(self) -> dict[str, Any]:
@@ -222,6 +229,8 @@ class TradingBot:
         """
         start = int(CURRENT_TIME.timestamp())
         end = int((CURRENT_TIME + timedelta(days=1)).timestamp())
+        if self._random is None:
+            self._random = random.Random(self._seed)
         moment = datetime.fromtimestamp(self._random.randint(start, end))
         return moment.strftime(TIMESTAMP_FORMAT)
 

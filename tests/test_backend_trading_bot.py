@@ -187,6 +187,22 @@ def test_quirk(config, long_context, calls, pattern):
     assert re.search(pattern, result), result[:500]
 
 
+@pytest.mark.parametrize("seed", [0, 42, -7, 2**80, 1.5, "seed"], ids=repr)  # None would seed from os.urandom
+def test_random_seed_drives_timestamps(seed):
+    ours, ref = make_pair({**LOGGED_IN, "random_seed": seed})
+    for amount in (1, 2, 3):
+        both(ours, ref, "fund_account", (amount,))
+        both(ours, ref, "withdraw_funds", (amount,))
+
+
+def test_bad_random_seed_fails_at_load_like_the_reference():
+    with pytest.raises(TypeError) as theirs:
+        make_reference(CLASS, {"random_seed": [1]})
+    with pytest.raises(TypeError) as mine:
+        make_ours(CLASS, {"random_seed": [1]})
+    assert str(mine.value) == str(theirs.value)
+
+
 @pytest.mark.parametrize("zone", ["UTC", "America/New_York", "Australia/Lord_Howe", "Asia/Kathmandu"])
 def test_transaction_timestamps_follow_local_time_zone(zone):
     """The reference turns CURRENT_TIME into epoch seconds and back in local time; so do we."""
