@@ -18,17 +18,14 @@ differ from the reference, and only for inputs whose decoding would run model co
 
 from __future__ import annotations
 
-import ast
 import json
-import operator
 from typing import Any, Callable
-
-import libcst as cst
 
 from interp import limits
 from interp.errors import RejectedInput
 from interp.execute import Call
 from interp.fc import fc_call, reference_text
+from interp.fastparse import parse_tree
 from interp.text import bracket_depth
 
 
@@ -109,176 +106,6 @@ def display_json(step: Any) -> list[str]:
 
 # -------------------------------------------------------------------- prompting
 
-_CONSTANT_NODES = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString)
-_NAMED_CONSTANTS = {"True": True, "False": False, "None": None}
-_EMPTY = cst.Module(body=[])
-
-
-def _code(node: cst.CSTNode) -> str:
-    return _EMPTY.code_for_node(node)
-
-
-def _is_constant(node: cst.CSTNode) -> bool:
-    return isinstance(node, (*_CONSTANT_NODES, cst.Ellipsis)) or (
-        isinstance(node, cst.Name) and node.value in _NAMED_CONSTANTS
-    )
-
-
-def _constant(node: cst.CSTNode) -> Any:
-    if isinstance(node, cst.Ellipsis):
-        return ...
-    if isinstance(node, cst.Name):
-        return _NAMED_CONSTANTS[node.value]
-    if isinstance(node, cst.Integer) and len(node.value) > limits.MAX_INT_DIGITS:
-        raise DecodeError("integer literal too long")
-    if isinstance(node, cst.FormattedString):
-        raise DecodeError("f-string")
-    value = node.evaluated_value
-    if value is None and isinstance(node, cst.ConcatenatedString):
-        raise DecodeError("f-string in a concatenation")
-    return value
-
-
-def _unparse(code: str, pick: Callable[[ast.AST], str]) -> str:
-    # ``ast`` is used only to reproduce the reference's ``ast.unparse`` text for a
-    # piece it renders as a string; parsing builds a tree, nothing runs.
-    try:
-        return pick(ast.parse(code.strip(), mode="eval").body)
-    except (SyntaxError, ValueError, RecursionError) as exc:
-        raise DecodeError(f"cannot render {code!r}: {exc}") from None
-
-
-_BINARY = {
-    cst.Add: operator.add, cst.Subtract: operator.sub, cst.Multiply: operator.mul,
-    cst.Divide: operator.truediv, cst.FloorDivide: operator.floordiv, cst.Modulo: operator.mod,
-    cst.Power: operator.pow, cst.LeftShift: operator.lshift, cst.RightShift: operator.rshift,
-    cst.BitAnd: operator.and_, cst.BitOr: operator.or_, cst.BitXor: operator.xor,
-}
-_MAX_ARITHMETIC_SIZE = 100_000
-
-
-def _arith_operand(node: cst.CSTNode) -> Any:
-    if _is_constant(node):
-        return _constant(node)
-    if isinstance(node, cst.BinaryOperation):
-        return _arith(node)
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus, cst.BitInvert, cst.Not)):
-        value = _arith_operand(node.expression)
-        op = {cst.Minus: operator.neg, cst.Plus: operator.pos, cst.BitInvert: operator.invert, cst.Not: operator.not_}
-        return _safe(op[type(node.operator)], value)
-    if isinstance(node, (cst.List, cst.Tuple)) and all(isinstance(e, cst.Element) for e in node.elements):
-        items = [_arith_operand(e.value) for e in node.elements]
-        return items if isinstance(node, cst.List) else tuple(items)
-    raise DecodeError(f"arithmetic on {type(node).__name__} is not evaluated (the reference would run it)")
-
-
-def _safe(fn: Callable, *values: Any) -> Any:
-    try:
-        return fn(*values)
-    except Exception as exc:  # noqa: BLE001 - the reference's eval fails: the step fails
-        raise DecodeError(f"arithmetic failed: {exc}") from None
-
-
-def _size(value: Any) -> int:
-    if isinstance(value, int):
-        return value.bit_length() // 3
-    if isinstance(value, (str, bytes, list, tuple)):
-        return len(value)
-    return 1
-
-
-def _arith(node: cst.BinaryOperation) -> Any:
-    op = _BINARY.get(type(node.operator))
-    if op is None:
-        raise DecodeError("operator not evaluated")
-    left, right = _arith_operand(node.left), _arith_operand(node.right)
-    if op is operator.pow and isinstance(right, (int, float)) and not isinstance(left, complex):
-        if abs(right) * max(1, _size(left)) > _MAX_ARITHMETIC_SIZE:
-            raise DecodeError("power too large to compute")
-    if op is operator.lshift and isinstance(right, int) and right > _MAX_ARITHMETIC_SIZE * 3:
-        raise DecodeError("shift too large to compute")
-    if op is operator.mul:
-        for a, b in ((left, right), (right, left)):
-            if isinstance(a, (str, bytes, list, tuple)) and isinstance(b, int) and b * max(1, len(a)) > _MAX_ARITHMETIC_SIZE:
-                raise DecodeError("repetition too large to compute")
-    value = _safe(op, left, right)
-    if _size(value) > _MAX_ARITHMETIC_SIZE:
-        raise DecodeError("arithmetic result too large")
-    return value
-
-
-def _resolve_value(node: cst.CSTNode) -> Any:
-    if _is_constant(node):
-        value = _constant(node)
-        return "..." if value is ... else value
-    if isinstance(node, cst.UnaryOperation):
-        # The reference computes ``-operand.value`` whatever the operator.
-        if not _is_constant(node.expression):
-            raise DecodeError("unary operator on a non-constant")
-        return _safe(operator.neg, _constant(node.expression))
-    if isinstance(node, cst.List):
-        return [_resolve_element(e) for e in node.elements]
-    if isinstance(node, cst.Tuple):
-        return tuple(_resolve_element(e) for e in node.elements)
-    if isinstance(node, cst.Dict):
-        out = {}
-        for element in node.elements:
-            if not isinstance(element, cst.DictElement):
-                raise DecodeError("'**' in a dict")
-            key = _resolve_value(element.key)
-            try:
-                out[key] = _resolve_value(element.value)
-            except TypeError as exc:
-                raise DecodeError(str(exc)) from None
-        return out
-    if isinstance(node, cst.BinaryOperation):
-        return _arith(node)
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Call):
-        if not any(arg.keyword is not None or arg.star == "**" for arg in node.args):
-            return _unparse(_code(node), ast.unparse)
-        return _resolve_call(node)
-    if isinstance(node, cst.Subscript):
-        return _unparse(_code(node), lambda n: ast.unparse(n.value) + "[" + ast.unparse(n.slice) + "]")
-    raise DecodeError(f"Unsupported AST type: {type(node).__name__}")
-
-
-def _resolve_element(element: cst.BaseElement) -> Any:
-    if not isinstance(element, cst.Element):
-        raise DecodeError("starred element")
-    return _resolve_value(element.value)
-
-
-def _call_name(node: cst.Call) -> str:
-    parts = []
-    func = node.func
-    while isinstance(func, cst.Attribute):
-        parts.append(func.attr.value)
-        func = func.value
-    if isinstance(func, cst.Name):
-        parts.append(func.value)
-    return ".".join(reversed(parts))
-
-
-def _resolve_call(node: cst.Call) -> dict:
-    arguments: dict[Any, Any] = {}
-    seen_keyword = False
-    for arg in node.args:
-        if arg.keyword is not None:
-            seen_keyword = True
-            if arg.keyword.value in arguments:
-                raise DecodeError(f"keyword argument repeated: {arg.keyword.value}")
-            arguments[arg.keyword.value] = _resolve_value(arg.value)
-        elif arg.star == "**":
-            seen_keyword = True
-            arguments[None] = _resolve_value(arg.value)
-        elif seen_keyword and arg.star == "":
-            raise DecodeError("positional argument follows keyword argument")
-        # positional arguments are dropped, as in the reference
-    return {_call_name(node): arguments}
-
-
 def _render_nested(value: Any) -> str:
     if isinstance(value, dict):
         if all(isinstance(v, dict) for v in value.values()):
@@ -307,20 +134,64 @@ def _prompting_calls(step: Any) -> list[dict]:
         raise DecodeError("step text too long")
     if bracket_depth(text) > limits.MAX_NESTING_DEPTH:
         raise DecodeError("step text nested too deeply")
-    try:
-        body = cst.parse_expression(text)
-    except (cst.ParserSyntaxError, RecursionError) as exc:
-        raise DecodeError(f"not Python call syntax: {str(exc).splitlines()[0]}") from None
-    if isinstance(body, cst.Call):
-        return [_resolve_call(body)]
-    if not isinstance(body, (cst.List, cst.Tuple, cst.Set)):
-        raise DecodeError(f"expected a list of calls, got {type(body).__name__}")
-    out = []
-    for element in body.elements:
-        if not isinstance(element, cst.Element) or not isinstance(element.value, cst.Call):
+    tree = parse_tree(text)
+    if tree is not None:
+        try:
+            return _fast_calls(tree)
+        except _OutsideFastSubset:
+            pass
+    from checker.decode_cst import prompting_calls
+
+    return prompting_calls(text)
+
+
+class _OutsideFastSubset(Exception):
+    pass
+
+
+def _fast_calls(tree: tuple) -> list[dict]:
+    """The reference's decoding on a fast-path tree (same results as the libcst half)."""
+    if tree[0] == "call":
+        return [_fast_call(tree)]
+    if tree[0] not in ("list", "tuple", "set"):
+        raise DecodeError(f"expected a list of calls, got {tree[0]}")
+    calls = []
+    for item in tree[1]:
+        if item[0] != "call":
             raise DecodeError("every element must be a call")
-        out.append(_resolve_call(element.value))
-    return out
+        calls.append(_fast_call(item))
+    return calls
+
+
+def _fast_call(node: tuple) -> dict:
+    # Positional arguments are dropped, as in the reference.
+    return {node[1]: {key: _fast_value(value) for key, value in node[2] if key is not None}}
+
+
+def _fast_value(node: tuple) -> Any:
+    kind = node[0]
+    if kind == "const":
+        return node[1]
+    if kind == "name":
+        return node[1]  # bare names become strings
+    if kind == "signed":
+        return -node[2][1]  # the reference negates whatever the unary operator
+    if kind == "list":
+        return [_fast_value(item) for item in node[1]]
+    if kind == "tuple":
+        return tuple(_fast_value(item) for item in node[1])
+    if kind == "dict":
+        out = {}
+        for key, value in node[1]:
+            try:
+                out[_fast_value(key)] = _fast_value(value)
+            except TypeError as exc:
+                raise DecodeError(str(exc)) from None
+        return out
+    if kind == "call" and any(key is not None for key, _ in node[2]):
+        return _fast_call(node)
+    # A call without keywords renders through ast.unparse; sets are unsupported: libcst half.
+    raise _OutsideFastSubset
 
 
 def display_prompting(step: Any) -> list[str]:

@@ -103,7 +103,7 @@ def run_call(call: Call, table: MethodTable) -> str:
     except RejectedInput as exc:
         if isinstance(call, str):
             # Where eval itself would fail to parse, report its exact message.
-            syntax = python_syntax_error(table.rewrite(call))
+            syntax = python_syntax_error(table.rewrite(call), exc)
             if syntax is not None:
                 return format_error(SyntaxError(syntax))
         return format_error(exc)

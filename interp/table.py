@@ -7,8 +7,6 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import Any, Callable, Mapping, Sequence
 
-import libcst as cst
-
 from interp.text import REWRITE_PATTERN
 from interp.tools import tool_names
 
@@ -80,5 +78,17 @@ class MethodTable:
 
     def decode_source_string(self, parts: Sequence[str]) -> Any:
         """Rewrite each literal piece like the reference would, then decode it."""
-        values = [cst.SimpleString(self.rewrite(part)).evaluated_value for part in parts]
+        values = [_decode_literal(self.rewrite(part)) for part in parts]
         return values[0][:0].join(values)
+
+
+def _decode_literal(source: str) -> Any:
+    """The value of one string literal's source: plain quoted text directly, anything
+    with a prefix or escapes through libcst (``evaluated_value``, never ``eval``)."""
+    quote = source[:1]
+    if quote in ("'", '"') and len(source) >= 2 and source[-1] == quote and "\\" not in source \
+            and not source.startswith(quote * 3):
+        return source[1:-1]
+    import libcst as cst
+
+    return cst.SimpleString(source).evaluated_value

@@ -1,0 +1,253 @@
+"""The libcst front-end: default deny over libcst's syntax tree.
+
+:data:`HANDLERS` is the whole accepted language, one handler per libcst node type.
+A node type without a handler is rejected through :func:`_reject`, so syntax added
+by future Python or libcst versions is refused until someone writes (and reviews) a
+handler for it. Imported lazily by :mod:`interp.text` (libcst is a heavy import,
+and the fast path handles most texts without it).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from typing import Any, Callable
+
+import libcst as cst
+
+from interp import limits
+from interp.callspec import CallSpec, Container, Failure, NameRef, SourceString
+from interp.errors import RejectedInput
+from interp.text import REWRITE_PATTERN, _is_deferred, bracket_depth
+
+_CONSTANTS = {"True": True, "False": False, "None": None}
+_EMPTY_MODULE = cst.Module(body=[])
+
+
+class _Context:
+    __slots__ = ("source", "elements")
+
+    def __init__(self, source: str):
+        self.source = source
+        self.elements = 0
+
+    def count(self, n: int, node: cst.CSTNode) -> None:
+        self.elements += n
+        if self.elements > limits.MAX_LITERAL_ELEMENTS:
+            _reject(self, node, f"literal has more than {limits.MAX_LITERAL_ELEMENTS} elements")
+
+
+def _describe(node: cst.CSTNode) -> str:
+    return _DESCRIPTIONS.get(type(node), type(node).__name__)
+
+
+_DESCRIPTIONS = {
+    cst.Attribute: "attribute access",
+    cst.Subscript: "subscript",
+    cst.BinaryOperation: "binary operator",
+    cst.BooleanOperation: "boolean operator",
+    cst.Comparison: "comparison",
+    cst.Lambda: "lambda",
+    cst.ListComp: "list comprehension",
+    cst.SetComp: "set comprehension",
+    cst.DictComp: "dict comprehension",
+    cst.GeneratorExp: "generator expression",
+    cst.FormattedString: "f-string",
+    cst.IfExp: "conditional expression",
+    cst.NamedExpr: "assignment expression",
+    cst.Await: "await",
+    cst.Yield: "yield",
+    cst.Ellipsis: "ellipsis",
+    cst.StarredElement: "starred element",
+    cst.StarredDictElement: "'**' in a dict",
+}
+
+
+def _reject(ctx: _Context, node: cst.CSTNode | None, reason: str) -> None:
+    position = None
+    if node is not None:
+        snippet = _EMPTY_MODULE.code_for_node(node).strip()
+        found = ctx.source.find(snippet) if snippet else -1
+        position = found if found >= 0 else None
+    raise RejectedInput(reason, ctx.source, position)
+
+
+def _identifier(name: str) -> str:
+    # CPython NFKC-normalises identifiers while parsing.
+    return name if name.isascii() else unicodedata.normalize("NFKC", name)
+
+
+def _convert(node: cst.CSTNode, ctx: _Context, depth: int) -> Any:
+    if depth > limits.MAX_NESTING_DEPTH:
+        _reject(ctx, node, f"nesting deeper than {limits.MAX_NESTING_DEPTH}")
+    handler = HANDLERS.get(type(node))
+    if handler is None:
+        _reject(ctx, node, f"{_describe(node)} is not allowed")
+    return handler(node, ctx, depth)
+
+
+def _call(node: cst.Call, ctx: _Context, depth: int) -> CallSpec:
+    if not isinstance(node.func, cst.Name):
+        _reject(ctx, node.func, f"only plain names can be called, not {_describe(node.func)}")
+    name = _identifier(node.func.value)
+    if name.startswith("__"):
+        _reject(ctx, node.func, f"dunder name {name!r} is not allowed")
+    args: list[Any] = []
+    kwargs: list[tuple[str, Any]] = []
+    seen: set[str] = set()
+    for arg in node.args:
+        if arg.star:
+            _reject(ctx, arg, f"'{arg.star}' argument unpacking is not allowed")
+        value = _convert(arg.value, ctx, depth + 1)
+        if arg.keyword is None:
+            if kwargs:
+                _reject(ctx, arg, "positional argument follows keyword argument")
+            args.append(value)
+        else:
+            key = _identifier(arg.keyword.value)
+            if key in seen:
+                _reject(ctx, arg, f"keyword argument repeated: {key}")
+            seen.add(key)
+            kwargs.append((key, value))
+    ctx.count(len(node.args), node)
+    return CallSpec(name=name, args=tuple(args), kwargs=tuple(kwargs))
+
+
+def _number(node: cst.Integer | cst.Float | cst.Imaginary, ctx: _Context, depth: int) -> Any:
+    if isinstance(node, cst.Integer) and len(node.value) > limits.MAX_INT_DIGITS:
+        _reject(ctx, node, f"integer literal longer than {limits.MAX_INT_DIGITS} digits")
+    return node.evaluated_value
+
+
+def _string_source_value(part: cst.SimpleString, ctx: _Context) -> Any:
+    if len(part.value) > limits.MAX_STRING_LENGTH:
+        _reject(ctx, part, f"string literal longer than {limits.MAX_STRING_LENGTH} characters")
+    return part.evaluated_value
+
+
+def _simple_string(node: cst.SimpleString, ctx: _Context, depth: int) -> Any:
+    value = _string_source_value(node, ctx)
+    if REWRITE_PATTERN.search(node.value):
+        return SourceString((node.value,))
+    return value
+
+
+def _concatenated_string(node: cst.ConcatenatedString, ctx: _Context, depth: int) -> Any:
+    parts: list[cst.SimpleString] = []
+    stack: list[cst.BaseExpression] = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, cst.ConcatenatedString):
+            stack.append(current.right)
+            stack.append(current.left)
+        elif isinstance(current, cst.SimpleString):
+            parts.append(current)
+        else:
+            _reject(ctx, current, f"{_describe(current)} is not allowed")
+    values = [_string_source_value(p, ctx) for p in parts]
+    if len({type(v) for v in values}) > 1:
+        _reject(ctx, node, "cannot mix bytes and nonbytes literals")
+    if any(REWRITE_PATTERN.search(p.value) for p in parts):
+        return SourceString(tuple(p.value for p in parts))
+    return values[0][:0].join(values)
+
+
+def _name(node: cst.Name, ctx: _Context, depth: int) -> Any:
+    if node.value in _CONSTANTS:
+        return _CONSTANTS[node.value]
+    name = _identifier(node.value)
+    if name.startswith("__"):
+        _reject(ctx, node, f"dunder name {name!r} is not allowed")
+    return NameRef(name)
+
+
+def _unary(node: cst.UnaryOperation, ctx: _Context, depth: int) -> Any:
+    operand = node.expression
+    if not isinstance(node.operator, (cst.Minus, cst.Plus)):
+        _reject(ctx, node, f"unary operator {_EMPTY_MODULE.code_for_node(node.operator).strip()!r} is not allowed")
+    if isinstance(operand, (cst.Integer, cst.Float, cst.Imaginary)):
+        value = _number(operand, ctx, depth + 1)
+    elif isinstance(operand, cst.Name):
+        value = _name(operand, ctx, depth + 1)
+        if isinstance(value, NameRef):
+            return value  # evaluating the name fails before the sign is applied
+        if value is None:
+            sign = "-" if isinstance(node.operator, cst.Minus) else "+"
+            return Failure(TypeError, f"bad operand type for unary {sign}: 'NoneType'")
+    else:
+        _reject(ctx, node, "unary minus/plus is only allowed on a number")
+    return -value if isinstance(node.operator, cst.Minus) else +value
+
+
+def _sequence(node: cst.List | cst.Tuple | cst.Set, ctx: _Context, depth: int) -> Any:
+    kind = {cst.List: list, cst.Tuple: tuple, cst.Set: set}[type(node)]
+    items = []
+    for element in node.elements:
+        if not isinstance(element, cst.Element):
+            _reject(ctx, element, f"{_describe(element)} is not allowed")
+        items.append(_convert(element.value, ctx, depth + 1))
+    ctx.count(len(items), node)
+    if any(_is_deferred(v) for v in items):
+        return Container(kind, tuple(items))
+    if kind is set:
+        try:
+            return set(items)
+        except TypeError as exc:
+            return Failure(TypeError, str(exc))
+    return kind(items)
+
+
+def _dict(node: cst.Dict, ctx: _Context, depth: int) -> Any:
+    pairs = []
+    for element in node.elements:
+        if not isinstance(element, cst.DictElement):
+            _reject(ctx, element, f"{_describe(element)} is not allowed")
+        key = _convert(element.key, ctx, depth + 1)
+        value = _convert(element.value, ctx, depth + 1)
+        pairs.append((key, value))
+    ctx.count(len(pairs), node)
+    if any(_is_deferred(k) or _is_deferred(v) for k, v in pairs):
+        return Container(dict, tuple(pairs))
+    try:
+        return dict(pairs)
+    except TypeError as exc:
+        return Failure(TypeError, str(exc))
+
+
+HANDLERS: dict[type, Callable[[Any, _Context, int], Any]] = {
+    cst.Call: _call,
+    cst.Integer: _number,
+    cst.Float: _number,
+    cst.Imaginary: _number,
+    cst.SimpleString: _simple_string,
+    cst.ConcatenatedString: _concatenated_string,
+    cst.Name: _name,
+    cst.UnaryOperation: _unary,
+    cst.List: _sequence,
+    cst.Tuple: _sequence,
+    cst.Set: _sequence,
+    cst.Dict: _dict,
+}
+
+
+def parse_with_libcst(text: str) -> CallSpec:
+    ctx = _Context(text)
+    if len(text) > limits.MAX_SOURCE_LENGTH:
+        raise RejectedInput(f"call text longer than {limits.MAX_SOURCE_LENGTH} characters")
+    if bracket_depth(text) > limits.MAX_NESTING_DEPTH:
+        raise RejectedInput(f"nesting deeper than {limits.MAX_NESTING_DEPTH}")
+    # eval() strips leading spaces and tabs; libcst would not.
+    stripped = text.lstrip(" \t")
+    offset = len(text) - len(stripped)
+    try:
+        node = cst.parse_expression(stripped)
+    except cst.ParserSyntaxError as exc:
+        lines = stripped.split("\n")
+        position = sum(len(line) + 1 for line in lines[: exc.raw_line - 1]) + exc.raw_column + offset
+        raise RejectedInput("invalid syntax", text, min(position, len(text))) from None
+    except RecursionError:
+        raise RejectedInput(f"nesting deeper than {limits.MAX_NESTING_DEPTH}") from None
+    if not isinstance(node, cst.Call):
+        _reject(ctx, node, f"expected a function call, got {_describe(node)}")
+    return _call(node, ctx, 0)
+
+

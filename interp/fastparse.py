@@ -1,0 +1,217 @@
+"""A fast path for the common, simple call texts, in front of the libcst front-end.
+
+libcst builds a full concrete syntax tree (~100 µs a call, plus a heavy import);
+nearly every real call text is a plain call with quoted strings, decimal numbers
+and containers. This module tokenizes and parses exactly that subset by recursive
+descent into a small tree of tuples. Anything outside it — escapes, string
+prefixes, comments, operators, attributes, non-ASCII names, dunders, repeated
+keywords, limits — makes it answer ``None``, and the caller falls back to libcst,
+which gives the authoritative result or rejection. Tests check that whenever this
+path answers, it answers exactly what the libcst path gives.
+
+Tree nodes: ``("const", value, source)``, ``("name", id)``, ``("signed", op, node)``,
+``("list"|"tuple"|"set", items)``, ``("dict", pairs)``, ``("call", name, args)``
+with ``args`` a list of ``(keyword or None, node)``.
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+from typing import Any
+
+from interp import limits
+
+_TOKEN = re.compile(
+    r"""
+    (?P<ws>[ \t\n]+)
+  | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<number>(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?)
+  | (?P<string>'[^'\\\n\r]*'|"[^"\\\n\r]*")
+  | (?P<punct>[()\[\]{},:=+-])
+    """,
+    re.VERBOSE,
+)
+_AFTER_NUMBER = re.compile(r"[A-Za-z0-9_.'\"]")
+_CONSTANTS = {"True": True, "False": False, "None": None}
+_CLOSE = {"(": ")", "[": "]", "{": "}"}
+
+
+class _Bail(Exception):
+    """Outside the fast subset: use libcst."""
+
+
+def _tokenize(text: str) -> list[tuple[str, str]]:
+    tokens = []
+    position, end = 0, len(text)
+    match = _TOKEN.match
+    while position < end:
+        found = match(text, position)
+        if found is None:
+            raise _Bail
+        kind = found.lastgroup
+        value = found.group()
+        position = found.end()
+        if kind == "ws":
+            continue
+        if kind == "number":
+            if position < end and _AFTER_NUMBER.match(text, position):
+                raise _Bail  # 1j, 1_000, 0x1, 1.2.3, 1e5e ...
+            if len(value) > 1 and value[0] == "0" and value.isdigit():
+                raise _Bail  # leading zeros: a syntax error under eval
+        tokens.append((kind, value))
+    tokens.append(("end", ""))
+    return tokens
+
+
+class _Parser:
+    __slots__ = ("tokens", "index", "elements")
+
+    def __init__(self, tokens: list[tuple[str, str]]):
+        self.tokens = tokens
+        self.index = 0
+        self.elements = 0
+
+    def peek(self) -> tuple[str, str]:
+        return self.tokens[self.index]
+
+    def take(self) -> tuple[str, str]:
+        token = self.tokens[self.index]
+        self.index += 1
+        return token
+
+    def expect(self, value: str) -> None:
+        if self.take()[1] != value:
+            raise _Bail
+
+    def count(self, n: int) -> None:
+        self.elements += n
+        if self.elements > limits.MAX_LITERAL_ELEMENTS:
+            raise _Bail
+
+    def call(self, name: str, depth: int) -> tuple:
+        if name.startswith("__"):
+            raise _Bail
+        self.expect("(")
+        args: list[tuple[str | None, Any]] = []
+        seen: set[str] = set()
+        while self.peek()[1] != ")":
+            kind, value = self.peek()
+            if kind == "name" and self.tokens[self.index + 1][1] == "=":
+                if value in seen or keyword.iskeyword(value):
+                    raise _Bail
+                seen.add(value)
+                self.index += 2
+                args.append((value, self.value(depth + 1)))
+            else:
+                if seen:
+                    raise _Bail  # positional after keyword
+                args.append((None, self.value(depth + 1)))
+            if self.peek()[1] == ",":
+                self.index += 1
+            elif self.peek()[1] != ")":
+                raise _Bail
+        self.index += 1
+        self.count(len(args))
+        return ("call", name, args)
+
+    def items(self, close: str, depth: int) -> tuple[list, bool]:
+        """Comma-separated values up to ``close``; also whether a comma was seen."""
+        items = []
+        comma = False
+        while self.peek()[1] != close:
+            items.append(self.value(depth + 1))
+            if self.peek()[1] == ",":
+                self.index += 1
+                comma = True
+            elif self.peek()[1] != close:
+                raise _Bail
+        self.index += 1
+        self.count(len(items))
+        return items, comma
+
+    def value(self, depth: int) -> Any:
+        if depth > limits.MAX_NESTING_DEPTH:
+            raise _Bail
+        kind, value = self.take()
+        if kind == "string":
+            if self.peek()[0] == "string" or len(value) > limits.MAX_STRING_LENGTH:
+                raise _Bail  # implicit concatenation, triple quotes: libcst
+            return ("const", value[1:-1], value)
+        if kind == "number":
+            if len(value) > limits.MAX_INT_DIGITS:
+                raise _Bail
+            number = float(value) if ("." in value or "e" in value or "E" in value) else int(value)
+            return ("const", number, value)
+        if kind == "name":
+            if keyword.iskeyword(value) and value not in _CONSTANTS:
+                raise _Bail
+            if self.peek()[1] == "(":
+                return self.call(value, depth)
+            if value in _CONSTANTS:
+                return ("const", _CONSTANTS[value], value)
+            if value.startswith("__"):
+                raise _Bail
+            return ("name", value)
+        if value in ("-", "+"):
+            operand = self.value(depth + 1)
+            if operand[0] != "const" or type(operand[1]) not in (int, float):
+                raise _Bail
+            return ("signed", value, operand)
+        if value == "[":
+            return ("list", self.items("]", depth)[0])
+        if value == "(":
+            items, comma = self.items(")", depth)
+            if len(items) == 1 and not comma:
+                return items[0]  # parenthesised value
+            return ("tuple", items)
+        if value == "{":
+            return self.braces(depth)
+        raise _Bail
+
+    def braces(self, depth: int) -> tuple:
+        if self.peek()[1] == "}":
+            self.index += 1
+            return ("dict", [])
+        first = self.value(depth + 1)
+        if self.peek()[1] != ":":
+            items = [first]
+            while self.peek()[1] == ",":
+                self.index += 1
+                if self.peek()[1] == "}":
+                    break
+                items.append(self.value(depth + 1))
+            self.expect("}")
+            self.count(len(items))
+            return ("set", items)
+        pairs = []
+        key = first
+        while True:
+            self.expect(":")
+            pairs.append((key, self.value(depth + 1)))
+            if self.peek()[1] == ",":
+                self.index += 1
+            if self.peek()[1] == "}":
+                self.index += 1
+                break
+            key = self.value(depth + 1)
+        self.count(len(pairs))
+        return ("dict", pairs)
+
+
+def parse_tree(text: str) -> tuple | None:
+    """The tree of one expression (a call, or a list/tuple of calls), or ``None``
+    when ``text`` is outside the fast subset."""
+    if len(text) > limits.MAX_SOURCE_LENGTH:
+        return None
+    stripped = text.lstrip(" \t")
+    if stripped.startswith("\n"):
+        return None
+    try:
+        parser = _Parser(_tokenize(stripped))
+        tree = parser.value(0)
+        if parser.peek()[0] != "end":
+            return None
+        return tree
+    except (_Bail, IndexError, ValueError, OverflowError):
+        return None

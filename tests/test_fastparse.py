@@ -1,0 +1,128 @@
+"""The fast path answers exactly what the libcst path answers, or nothing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, strategies as st
+
+from checker.decode_cst import prompting_calls as libcst_prompting_calls
+from checker.decoders import DecodeError, _fast_calls, _OutsideFastSubset
+from interp.cst_front import parse_with_libcst
+from interp.errors import RejectedInput
+from interp.fastparse import parse_tree
+from interp.text import _from_tree
+from tests.refenv import reference_package_dir
+
+
+def _ground_truth_texts() -> list[str]:
+    texts = set()
+    for category in ("base", "miss_func", "miss_param", "long_context"):
+        path = reference_package_dir() / "data" / "possible_answer" / f"BFCL_v4_multi_turn_{category}.json"
+        for line in path.read_text().splitlines():
+            for turn in json.loads(line)["ground_truth"]:
+                texts.update(turn)
+    return sorted(texts)
+
+
+def _libcst(text: str):
+    try:
+        return repr(parse_with_libcst(text))
+    except RejectedInput as exc:
+        return f"rejected: {exc}"
+
+
+def test_fast_path_equals_libcst_on_all_ground_truth():
+    texts = _ground_truth_texts()
+    fast = 0
+    for text in texts:
+        tree = parse_tree(text)
+        if tree is None:
+            continue
+        fast += 1
+        assert repr(_from_tree(tree)) == _libcst(text), text
+    assert fast >= 0.9 * len(texts)  # the fast path covers nearly all real texts
+
+
+names = st.sampled_from(["ls", "cd", "f", "echo", "x1", "_p", "True", "None", "nan", "__x", "class", "lambda", "a_b"])
+strings = st.text(alphabet=st.sampled_from(list("ab (),'\"\\\n=xyz:ls")), max_size=8)
+numbers = st.sampled_from(["0", "1", "-1", "+2", "1.5", ".5", "1.", "1e5", "1E-3", "00", "007", "1_0", "0x1", "1j",
+                           "12345678901234567890", "-0", "-0.0", "- 3", "+ -1"])
+
+
+@st.composite
+def values(draw, depth=0):
+    kinds = ["string", "number", "name"] + (["list", "tuple", "dict", "set", "call", "paren"] if depth < 3 else [])
+    kind = draw(st.sampled_from(kinds))
+    if kind == "string":
+        quote = draw(st.sampled_from(["'", '"', "'''", "r'", "b'", "f'"]))
+        close = quote[-1] * (3 if quote == "'''" else 1)
+        return f"{quote}{draw(strings)}{close}"
+    if kind == "number":
+        return draw(numbers)
+    if kind == "name":
+        return draw(names)
+    items = draw(st.lists(values(depth + 1), max_size=3))
+    sep = draw(st.sampled_from([", ", ",", " , ", ",\n"]))
+    trailing = draw(st.sampled_from(["", ","]))
+    if kind == "list":
+        return f"[{sep.join(items)}{trailing}]"
+    if kind == "tuple":
+        return f"({sep.join(items)}{trailing})"
+    if kind == "paren":
+        return f"({draw(values(depth + 1))})"
+    if kind == "set":
+        return "{" + sep.join(items) + trailing + "}"
+    if kind == "dict":
+        keys = draw(st.lists(values(depth + 1), min_size=len(items), max_size=len(items)))
+        return "{" + sep.join(f"{k}: {v}" for k, v in zip(keys, items)) + trailing + "}"
+    return draw(calls(depth + 1))
+
+
+@st.composite
+def calls(draw, depth=0):
+    name = draw(names)
+    args = []
+    for _ in range(draw(st.integers(0, 3))):
+        keyword = draw(st.one_of(st.none(), names))
+        value = draw(values(depth + 1))
+        args.append(value if keyword is None else f"{keyword}{draw(st.sampled_from(['=', ' = ', '==']))}{value}")
+    return f"{draw(st.sampled_from(['', ' ', chr(9)]))}{name}({draw(st.sampled_from([', ', ',']).map(lambda s: s)).join(args)})"
+
+
+@given(calls())
+def test_fast_path_equals_libcst_on_generated_calls(text):
+    tree = parse_tree(text)
+    if tree is not None and tree[0] == "call":
+        assert repr(_from_tree(tree)) == _libcst(text)
+
+
+@given(st.lists(calls(), max_size=3).map(lambda cs: "[" + ", ".join(cs) + "]"))
+def test_fast_prompting_decoder_equals_libcst_half(text):
+    tree = parse_tree(text)
+    if tree is None:
+        return
+    try:
+        fast = _fast_calls(tree)
+    except _OutsideFastSubset:
+        return
+    except DecodeError:
+        fast = "fail"
+    try:
+        slow = libcst_prompting_calls(text)
+    except DecodeError:
+        slow = "fail"
+    assert repr(fast) == repr(slow)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["f(x='a\\'b')", "f(x='a' 'b')", "f(x=1j)", "a.b()", "f(x=1_000)", "f(x=r'a')", "f(x=...)", "f(**k)",
+     "f(x=1, x=2)", "f(x=1, 2)", "__import__('os')", "f(class=1)", "\nf()", "f(x=0x10)", "f(x=007)"],
+    ids=["escape", "concatenation", "imaginary", "attribute", "underscore-number", "prefix", "ellipsis",
+         "double-star", "repeated-keyword", "positional-after-keyword", "dunder", "keyword-name",
+         "leading-newline", "hex", "leading-zeros"],
+)
+def test_fast_path_leaves_these_to_libcst(text):
+    assert parse_tree(text) is None
