@@ -105,6 +105,7 @@ WRONG_TYPES = st.one_of(
     st.lists(st.sampled_from(["a", ".", "/", "x"]), max_size=2),
     st.dictionaries(st.sampled_from(["a", "b"]), st.integers(0, 2), max_size=2),
     st.tuples(st.sampled_from(["a", ".", "docs"])),
+    st.sets(st.sampled_from(["a", "."]), max_size=1),
 )
 SPECIAL_NAMES = [".", "..", "/", "", "//", "./", "../", "a/b", "x|y", "q?", ".hidden", "new", "new.txt"]
 PLAIN_TEXT = st.text(alphabet="ab.x/ \n", max_size=6)
@@ -123,22 +124,28 @@ def _tree_names(ref) -> tuple[list, list]:
 @st.composite
 def item_names(draw, ref, wrong: bool = True):
     here, below = _tree_names(ref)
-    options = [st.sampled_from(SPECIAL_NAMES), PLAIN_TEXT]
-    if here:
-        options += [st.sampled_from(here)] * 4
-    if below:
-        options.append(st.sampled_from(below))
-    if wrong:
-        options.append(WRONG_TYPES)
-    return draw(st.one_of(options))
+    # Mostly names that exist here, so that the tools get past their "missing" checks.
+    # (A weighted list of kinds: ``st.one_of`` does not weight repeated branches.)
+    kinds = ["here"] * 12 * bool(here) + ["below"] * 2 * bool(below) + ["special", "special", "plain"]
+    kinds += ["wrong"] * wrong
+    kind = draw(st.sampled_from(kinds))
+    if kind == "here":
+        return draw(st.sampled_from(here))
+    if kind == "below":
+        return draw(st.sampled_from(below))
+    if kind == "special":
+        return draw(st.sampled_from(SPECIAL_NAMES))
+    if kind == "plain":
+        return draw(PLAIN_TEXT)
+    return draw(WRONG_TYPES)
 
 
 @st.composite
 def paths(draw, ref):
     """A path for find/cd: names, absolute and relative chains of existing directories, junk."""
     here, below = _tree_names(ref)
-    root_names = list(ref.root.contents)
-    parts = draw(st.lists(st.sampled_from((here + below + root_names + [".", ".."]) or ["."]), max_size=3))
+    known = [n for n in here + below + list(ref.root.contents) if isinstance(n, str)]  # tuple names exist too
+    parts = draw(st.lists(st.sampled_from(known + [".", ".."]), max_size=3))
     chain = "/".join(parts)
     lead = draw(st.sampled_from(["", "/", "./"]))
     trail = draw(st.sampled_from(["", "/"]))
@@ -156,7 +163,9 @@ def contents(draw):
 
 FLAGS = st.one_of(st.booleans(), st.none(), st.integers(-1, 2), st.sampled_from(["", "yes", []]))
 LINE_COUNTS = st.one_of(st.integers(-4, 12), st.floats(-2, 3), st.none(), st.sampled_from(["2", True, [1]]))
-WC_MODES = st.one_of(st.sampled_from(["l", "w", "c", "x", "", "L"]), WRONG_TYPES)
+WC_MODES = st.sampled_from(["l", "w", "c"] * 3 + ["x", "", "L", "wrong"]).flatmap(
+    lambda mode: WRONG_TYPES if mode == "wrong" else st.just(mode)
+)
 
 
 @st.composite
