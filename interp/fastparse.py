@@ -27,11 +27,17 @@ _TOKEN = re.compile(
     (?P<ws>[ \t\n]+)
   | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
   | (?P<number>(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?)
-  | (?P<string>'[^'\\\n\r]*'|"[^"\\\n\r]*")
+  | (?P<string>'(?:[^'\\\n\r]|\\[\\'"ntr]|\\x[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4})*'
+              |"(?:[^"\\\n\r]|\\[\\'"ntr]|\\x[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4})*")
   | (?P<punct>[()\[\]{},:=+-])
     """,
     re.VERBOSE,
 )
+_ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|.)")
+_ESCAPES = {"\\": "\\", "'": "'", '"': '"', "n": "\n", "t": "\t", "r": "\r"}
+_SIMPLE_LITERAL = re.compile(
+    r"'(?:[^'\\\n\r]|\\[\\'\"ntr]|\\x[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4})*'"
+    r'|"(?:[^"\\\n\r]|\\[\\\'"ntr]|\\x[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4})*"')
 _AFTER_NUMBER = re.compile(r"[A-Za-z0-9_.'\"]")
 _CONSTANTS = {"True": True, "False": False, "None": None}
 _CLOSE = {"(": ")", "[": "]", "{": "}"}
@@ -137,7 +143,7 @@ class _Parser:
         if kind == "string":
             if self.peek()[0] == "string" or len(value) > limits.MAX_STRING_LENGTH:
                 raise _Bail  # implicit concatenation, triple quotes: libcst
-            return ("const", value[1:-1], value)
+            return ("const", _unescape(value), value)
         if kind == "number":
             if len(value) > limits.MAX_INT_DIGITS:
                 raise _Bail
@@ -197,6 +203,26 @@ class _Parser:
             key = self.value(depth + 1)
         self.count(len(pairs))
         return ("dict", pairs)
+
+
+def _unescape(source: str) -> str:
+    body = source[1:-1]
+    return _ESCAPE.sub(_escaped, body) if "\\" in body else body
+
+
+def _escaped(match: re.Match) -> str:
+    code = match.group(1)
+    if len(code) > 1:  # \xhh or \uhhhh
+        return chr(int(code[1:], 16))
+    return _ESCAPES[code]
+
+
+def decode_simple_literal(source: str) -> str | None:
+    """The value of a plain quoted string literal with at most the escapes
+    ``\\ \' \" \n \t \r``; ``None`` for any other literal."""
+    if _SIMPLE_LITERAL.fullmatch(source):
+        return _unescape(source)
+    return None
 
 
 def parse_tree(text: str) -> tuple | None:

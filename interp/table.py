@@ -7,6 +7,7 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import Any, Callable, Mapping, Sequence
 
+from interp.fastparse import decode_simple_literal
 from interp.text import REWRITE_PATTERN
 from interp.tools import tool_names
 
@@ -85,10 +86,9 @@ class MethodTable:
 def _decode_literal(source: str) -> Any:
     """The value of one string literal's source: plain quoted text directly, anything
     with a prefix or escapes through libcst (``evaluated_value``, never ``eval``)."""
-    quote = source[:1]
-    if quote in ("'", '"') and len(source) >= 2 and source[-1] == quote and "\\" not in source \
-            and not source.startswith(quote * 3):
-        return source[1:-1]
+    simple = decode_simple_literal(source)
+    if simple is not None:
+        return simple
     import libcst as cst
 
     return cst.SimpleString(source).evaluated_value
