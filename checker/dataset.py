@@ -451,7 +451,14 @@ class Dataset:
 
     def model_metadata(self, model_folder_name: str) -> ModelInfo | None:
         """Registry data for a result/score folder name, or None for a model the wheel does not know."""
-        return self.models().get(registry_name_for_folder(model_folder_name))
+        registry = registry_name_for_folder(model_folder_name)
+        if self._models is None and self._source.has(MODEL_CONFIG_PATH):
+            # Registry keys are plain string literals: a name absent from the file's text
+            # is not in the registry, and the (slow) full parse is not needed.
+            text = self._source.read(MODEL_CONFIG_PATH)
+            if f'"{registry}"'.encode() not in text and f"'{registry}'".encode() not in text:
+                return None
+        return self.models().get(registry)
 
     def display_name(self, model_folder_name: str) -> str:
         """The leaderboard "Model" column: the registry display name, else the folder name."""

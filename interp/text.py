@@ -68,6 +68,9 @@ def _parse(text: str) -> CallSpec:
     tree = parse_tree(text)
     if tree is not None and tree[0] == "call":
         return _from_tree(tree)
+    if python_syntax_error(text) is not None:
+        # Not Python at all (CPython's parser says so, cheaply): no need for libcst.
+        raise RejectedInput("invalid syntax", text, None)
     from interp.cst_front import parse_with_libcst
 
     return parse_with_libcst(text)
