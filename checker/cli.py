@@ -97,9 +97,10 @@ _data_option = click.option(
 @_data_option
 @click.option("--jobs", "-j", default=1, show_default=True, type=click.IntRange(1, 256),
               help="Worker processes.")
-@click.option("--decoder", type=click.Choice(sorted(DECODERS)), default="auto", show_default=True,
-              help="How to decode steps: fc (API function calling), prompting (Python call text), "
-                   "json (xLAM-style), auto (per step).")
+@click.option("--decoder", type=click.Choice(sorted(DECODERS)), default=None,
+              help="Force a step decoder: fc (API function calling), prompting (Python call text), "
+                   "json (xLAM-style), auto (per step). Default: the one the model's BFCL handler uses, "
+                   "from the model folder name; 'auto' for models the registry does not know.")
 @click.option("--partial", is_flag=True, help="Score only entries present (missing ones are not counted as failed).")
 @click.option("--strict-irrelevance", is_flag=True,
               help="NON-OFFICIAL: also fail entries that call tools in turns where the ground truth has none.")

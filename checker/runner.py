@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterator, Sequence
 import attrs
 
 from checker.dataset import Dataset
+from checker.model_decoders import decoder_for_model
 from checker.scores import ScoreFileWriter, dumps_line, write_leaderboard_csv
 from checker.verdict import INFERENCE_ERROR, evaluate_entry
 
@@ -27,7 +28,8 @@ _ID = re.compile(r"^(multi_turn_[a-z_]+?)_(\d+)$")
 
 @attrs.frozen
 class Options:
-    decoder: str = "auto"
+    #: A key of ``checker.decoders.DECODERS``; None: chosen per model folder.
+    decoder: str | None = None
     jobs: int = 1
     strict_irrelevance: bool = False
     check_order: bool = False
@@ -188,8 +190,14 @@ def score_tree(
     if options.jobs > 1:
         pool = ProcessPoolExecutor(max_workers=options.jobs, initializer=_init_worker, initargs=(data_path,))
     try:
+        decoders: dict[str, str] = {}
         for result_file in files:
-            scores.append(_score_file(result_file, score_dir, dataset, options, pool, progress, report))
+            file_options = options
+            if options.decoder is None:
+                if result_file.model not in decoders:
+                    decoders[result_file.model] = decoder_for_model(result_file.model, dataset, report)
+                file_options = attrs.evolve(options, decoder=decoders[result_file.model])
+            scores.append(_score_file(result_file, score_dir, dataset, file_options, pool, progress, report))
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)

@@ -82,7 +82,8 @@ def test_real_results_same_verdict_and_error_type_on_every_entry(scored):
     print(f"real results: {agreed}/{compared} entries agree")
     assert compared == 600
     assert mismatches == []
-    assert problems == []
+    # gpt-oss-120b is not in the pinned wheel's model registry: one notice, decoded with 'auto'.
+    assert problems == ["model 'openai_gpt-oss-120b' is not in the bfcl-eval model registry; decoding its steps with 'auto'"]
 
 
 def test_real_results_score_files_match_official_messages(scored):
