@@ -120,11 +120,13 @@ def _from_tree(node: tuple) -> Any:
 
 
 @lru_cache(maxsize=65536)
-def _parse_cached(text: str) -> CallSpec | RejectedInput:
+def _parse_cached(text: str) -> CallSpec | tuple:
     try:
         return _parse(text)
     except RejectedInput as exc:
-        return exc
+        # Cache the rejection as data: a cached exception object would keep its
+        # traceback, and through it every frame (and their locals) it ever crossed.
+        return (exc.reason, exc.source, exc.position)
 
 
 def parse_call(text: str) -> CallSpec:
@@ -133,8 +135,8 @@ def parse_call(text: str) -> CallSpec:
         raise RejectedInput(f"call text must be a string, not {type(text).__name__}")
     if len(text) <= CACHED_TEXT_LENGTH:
         result = _parse_cached(text)
-        if isinstance(result, RejectedInput):
-            raise result
+        if type(result) is tuple:
+            raise RejectedInput(*result)
         return result
     return _parse(text)
 

@@ -1,0 +1,69 @@
+"""Memory: score 1x and then 5x the same corpus in ONE process; print both peaks.
+
+    python benchmarks/bench_memory.py [--result-dir DIR] [--factor 5]
+
+The 5x corpus repeats every result file's lines five times under five model folders
+(so entries are really scored five times over, not deduplicated). Peaks are measured
+with tracemalloc (Python allocations), reset between the two runs. Memory is flat when
+the 5x peak stays close to the 1x peak: nothing is kept per scored entry.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import tracemalloc
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from checker.dataset import Dataset  # noqa: E402
+from checker.runner import Options, score_tree  # noqa: E402
+from tests.refenv import REAL_RESULTS, wheel  # noqa: E402
+
+
+def replicate(result_dir: Path, out: Path, factor: int) -> Path:
+    for copy in range(factor):
+        for path in result_dir.rglob("BFCL_v4_multi_turn_*_result.json"):
+            relative = path.relative_to(result_dir)
+            target = out / f"{relative.parts[0]}-copy{copy}" / Path(*relative.parts[1:])
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+    return out
+
+
+def peak(result_dir: Path, dataset: Dataset) -> tuple[int, int]:
+    with tempfile.TemporaryDirectory() as score_dir:
+        tracemalloc.reset_peak()
+        scores = score_tree(result_dir, Path(score_dir), dataset, str(wheel()), Options(decoder="auto"))
+        _, top = tracemalloc.get_traced_memory()
+    return sum(s.total for s in scores), top
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--result-dir", type=Path, default=REAL_RESULTS / "gpt-oss-120b-vllm-0.10.2" / "result")
+    parser.add_argument("--factor", type=int, default=5)
+    args = parser.parse_args()
+    dataset = Dataset.open(wheel())
+    tracemalloc.start()
+    with tempfile.TemporaryDirectory() as tmp:
+        one = replicate(args.result_dir, Path(tmp) / "x1", 1)
+        many = replicate(args.result_dir, Path(tmp) / f"x{args.factor}", args.factor)
+        # Warm-up: the first run loads the dataset and fills caches that every run shares.
+        peak(one, dataset)
+        entries_one, peak_one = peak(one, dataset)
+        entries_many, peak_many = peak(many, dataset)
+    print(json.dumps({
+        "entries_1x": entries_one, "peak_1x_mb": round(peak_one / 2**20, 1),
+        f"entries_{args.factor}x": entries_many, f"peak_{args.factor}x_mb": round(peak_many / 2**20, 1),
+        "ratio": round(peak_many / peak_one, 2),
+    }))
+
+
+if __name__ == "__main__":
+    main()
