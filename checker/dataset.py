@@ -150,15 +150,17 @@ def sha256_file(path: Path) -> str:
 
 
 class _ZipSource:
-    """Members of a wheel, read on demand (the zip is opened per read: nothing stays open)."""
+    """Members of a wheel, read on demand. The archive stays open between reads (its
+    directory is read once); a pickled copy (process pools) reopens it when needed."""
 
     kind = "wheel"
 
     def __init__(self, path: Path):
         self.path = path
+        self._archive: zipfile.ZipFile | None = None
         try:
-            with zipfile.ZipFile(path) as archive:
-                self.names = frozenset(archive.namelist())
+            self._archive = zipfile.ZipFile(path)
+            self.names = frozenset(self._archive.namelist())
         except (zipfile.BadZipFile, OSError, ValueError) as exc:
             raise DatasetError(
                 f"{path} is not a readable bfcl-eval wheel ({_reason(exc)}); "
@@ -168,10 +170,14 @@ class _ZipSource:
     def has(self, relative: str) -> bool:
         return f"{PACKAGE}/{relative}" in self.names
 
+    def __getstate__(self) -> dict:
+        return {"path": self.path, "names": self.names, "_archive": None}
+
     def read(self, relative: str) -> bytes:
         try:
-            with zipfile.ZipFile(self.path) as archive:
-                return archive.read(f"{PACKAGE}/{relative}")
+            if self._archive is None:
+                self._archive = zipfile.ZipFile(self.path)
+            return self._archive.read(f"{PACKAGE}/{relative}")
         except (zipfile.BadZipFile, zlib.error, OSError, ValueError, EOFError, KeyError) as exc:
             raise DatasetError(
                 f"{self.path}: cannot read {PACKAGE}/{relative} ({_reason(exc)}); "

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import re
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
@@ -188,6 +187,8 @@ def score_tree(
     scores = []
     pool = None
     if options.jobs > 1:
+        from concurrent.futures import ProcessPoolExecutor  # not imported for one-process runs
+
         pool = ProcessPoolExecutor(max_workers=options.jobs, initializer=_init_worker, initargs=(data_path,))
     try:
         decoders: dict[str, str] = {}

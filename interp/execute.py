@@ -88,7 +88,8 @@ def _invoke(spec: CallSpec, table: MethodTable) -> Any:
 def run_call(call: Call, table: MethodTable) -> str:
     """Run one call (text, a decoded spec, or a rejection) and return its result string."""
     if isinstance(call, CallSpec):
-        head = table.denylist_head(call.name + "(")
+        # A spec's name is a plain identifier: the reference's head is the name itself.
+        head = call.name
     elif isinstance(call, RejectedInput):
         head = table.denylist_head(call.source) if call.source else ""
     else:

@@ -11,7 +11,22 @@ from interp.fastparse import decode_simple_literal
 from interp.text import REWRITE_PATTERN
 from interp.tools import tool_names
 
-_tool_names = lru_cache(maxsize=None)(tool_names)
+
+
+@lru_cache(maxsize=None)
+def _class_tools(cls: type) -> dict[str, Callable[..., Any]]:
+    """``{tool name: descriptor}`` of a backend class (as found along its MRO, so
+    that binding with ``__get__`` behaves like attribute access), computed once."""
+    tools = {}
+    for name in tool_names(cls):
+        for klass in cls.__mro__:
+            if name in vars(klass):
+                tools[name] = vars(klass)[name]
+                break
+    return tools
+
+
+_LAST_NAME = re.compile(r"\b([a-zA-Z_]\w*)\s*$")
 
 
 class MethodTable:
@@ -24,6 +39,9 @@ class MethodTable:
     reference rewrites every ``name(`` inside call text — string literals included —
     to ``instance_name.name(``, which changes string arguments. Without them each
     instance is named ``{Class}_instance``.
+
+    Building is cheap (a few dict updates per class); a method is bound to its
+    instance only when it is looked up.
     """
 
     __slots__ = ("_methods", "_owners")
@@ -33,13 +51,13 @@ class MethodTable:
             instance_names = [f"{type(i).__name__}_instance" for i in instances]
         if len(instance_names) != len(instances):
             raise ValueError("instances and instance_names differ in length")
-        methods: dict[str, Callable[..., Any]] = {}
+        methods: dict[str, tuple[Any, Callable[..., Any]]] = {}
         owners: dict[str, str] = {}
         for instance, instance_name in zip(instances, instance_names):
-            for name in _tool_names(type(instance)):
-                methods[name] = getattr(instance, name)
-                owners[name] = instance_name
-        self._methods: Mapping[str, Callable[..., Any]] = MappingProxyType(methods)
+            tools = _class_tools(type(instance))
+            methods.update({name: (instance, function) for name, function in tools.items()})
+            owners.update(dict.fromkeys(tools, instance_name))
+        self._methods: Mapping[str, tuple[Any, Callable[..., Any]]] = MappingProxyType(methods)
         self._owners: Mapping[str, str] = MappingProxyType(owners)
 
     def __contains__(self, name: object) -> bool:
@@ -51,9 +69,10 @@ class MethodTable:
     def lookup(self, name: str) -> Callable[..., Any]:
         """The bound method for ``name``; ``NameError`` with Python's text if none."""
         try:
-            return self._methods[name]
+            instance, function = self._methods[name]
         except KeyError:
             raise NameError(f"name '{name}' is not defined") from None
+        return function.__get__(instance, type(instance))
 
     def rewrite(self, source: str) -> str:
         """The reference's instance-name prefixing of ``name(`` occurrences in ``source``."""
@@ -70,7 +89,7 @@ class MethodTable:
         before the first ``(``, after the rewrite, and after the first ``.`` if any."""
         head = text.split("(", 1)[0]
         if "(" in text:
-            match = re.search(r"\b([a-zA-Z_]\w*)\s*$", head)
+            match = _LAST_NAME.search(head)
             if match and match.group(1) in self._owners:
                 head = f"{head[: match.start()]}{self._owners[match.group(1)]}.{match.group(1)}"
         if "." in head:
