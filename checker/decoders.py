@@ -132,14 +132,19 @@ def _prompting_calls(step: Any) -> list[dict]:
     text = text.strip().strip("'")
     if len(text) > limits.MAX_SOURCE_LENGTH:
         raise DecodeError("step text too long")
-    if bracket_depth(text) > limits.MAX_NESTING_DEPTH:
-        raise DecodeError("step text nested too deeply")
-    tree = parse_tree(text)
+    try:
+        tree = parse_tree(text)
+    except RejectedInput as exc:
+        raise DecodeError(str(exc)) from None
     if tree is not None:
         try:
             return _fast_calls(tree)
         except _OutsideFastSubset:
             pass
+    if len(text) > limits.MAX_LIBCST_SOURCE_LENGTH:
+        raise DecodeError("step text outside the simple subset and too long for libcst")
+    if bracket_depth(text) > limits.MAX_NESTING_DEPTH:  # guards libcst's recursion
+        raise DecodeError("step text nested too deeply")
     from checker.decode_cst import prompting_calls
 
     return prompting_calls(text)
@@ -256,3 +261,8 @@ def decode_step(step: Any, decoder: str = "auto") -> list[Call]:
         raise DecodeError(str(exc)) from None
     except (ValueError, TypeError, AttributeError, KeyError, IndexError, RecursionError) as exc:
         raise DecodeError(f"{type(exc).__name__}: {exc}") from None
+
+
+# The decoders of the reference's model handlers with their own formats register
+# themselves in DECODERS (imported last: that module imports this one).
+import checker.handler_decoders  # noqa: E402,F401

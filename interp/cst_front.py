@@ -233,6 +233,10 @@ def parse_with_libcst(text: str) -> CallSpec:
     ctx = _Context(text)
     if len(text) > limits.MAX_SOURCE_LENGTH:
         raise RejectedInput(f"call text longer than {limits.MAX_SOURCE_LENGTH} characters")
+    if len(text) > limits.MAX_LIBCST_SOURCE_LENGTH:
+        raise RejectedInput(
+            f"call text outside the simple subset and longer than {limits.MAX_LIBCST_SOURCE_LENGTH} characters"
+        )
     if bracket_depth(text) > limits.MAX_NESTING_DEPTH:
         raise RejectedInput(f"nesting deeper than {limits.MAX_NESTING_DEPTH}")
     # eval() strips leading spaces and tabs; libcst would not.

@@ -100,10 +100,15 @@ def run_call(call: Call, table: MethodTable) -> str:
         if isinstance(call, RejectedInput):
             raise call
         spec = call if isinstance(call, CallSpec) else parse_call(call)
-        return format_result(_invoke(spec, table))
+        value = _invoke(spec, table)
+        try:
+            return format_result(value)
+        except Exception as exc:  # noqa: BLE001 - e.g. str() of an int past 4300 digits: the
+            return format_error(exc)  # reference renders inside its try, so this is a result too
     except RejectedInput as exc:
-        if isinstance(call, str):
-            # Where eval itself would fail to parse, report its exact message.
+        if isinstance(call, str) and len(call) <= limits.MAX_SOURCE_LENGTH:
+            # Where eval itself would fail to parse, report its exact message. (Longer texts
+            # have no such message to find, and rewriting them first would cost seconds.)
             syntax = python_syntax_error(table.rewrite(call), exc)
             if syntax is not None:
                 return format_error(SyntaxError(syntax))

@@ -21,6 +21,7 @@ import re
 from typing import Any
 
 from interp import limits
+from interp.errors import RejectedInput
 
 _TOKEN = re.compile(
     r"""
@@ -47,26 +48,47 @@ class _Bail(Exception):
     """Outside the fast subset: use libcst."""
 
 
+def _limit(reason: str) -> RejectedInput:
+    # Past a limit the answer is a rejection whatever the syntax: libcst is not asked.
+    return RejectedInput(reason)
+
+
+_MAX_TOKENS = 4 * limits.MAX_LITERAL_ELEMENTS
+
+
 def _tokenize(text: str) -> list[tuple[str, str]]:
+    """Tokens of ``text``; bails early on deep nesting or too many tokens, so
+    hostile input costs little before libcst (or a rejection) takes over."""
     tokens = []
-    position, end = 0, len(text)
-    match = _TOKEN.match
-    while position < end:
-        found = match(text, position)
-        if found is None:
-            raise _Bail
+    append = tokens.append
+    depth = 0
+    position = 0
+    for found in _TOKEN.finditer(text):
+        if found.start() != position:
+            raise _Bail  # a character no token matches
         kind = found.lastgroup
-        value = found.group()
         position = found.end()
         if kind == "ws":
             continue
-        if kind == "number":
-            if position < end and _AFTER_NUMBER.match(text, position):
+        value = found.group()
+        if kind == "punct":
+            if value in "([{":
+                depth += 1
+                if depth > limits.MAX_NESTING_DEPTH:
+                    raise _limit(f"nesting deeper than {limits.MAX_NESTING_DEPTH}")
+            elif value in ")]}":
+                depth -= 1
+        elif kind == "number":
+            if _AFTER_NUMBER.match(text, position):
                 raise _Bail  # 1j, 1_000, 0x1, 1.2.3, 1e5e ...
             if len(value) > 1 and value[0] == "0" and value.isdigit():
                 raise _Bail  # leading zeros: a syntax error under eval
-        tokens.append((kind, value))
-    tokens.append(("end", ""))
+        append((kind, value))
+        if len(tokens) > _MAX_TOKENS:
+            raise _limit(f"call text has more than {_MAX_TOKENS} tokens")
+    if position != len(text):
+        raise _Bail
+    append(("end", ""))
     return tokens
 
 
@@ -93,7 +115,7 @@ class _Parser:
     def count(self, n: int) -> None:
         self.elements += n
         if self.elements > limits.MAX_LITERAL_ELEMENTS:
-            raise _Bail
+            raise _limit(f"literal has more than {limits.MAX_LITERAL_ELEMENTS} elements")
 
     def call(self, name: str, depth: int) -> tuple:
         if name.startswith("__"):
@@ -227,9 +249,10 @@ def decode_simple_literal(source: str) -> str | None:
 
 def parse_tree(text: str) -> tuple | None:
     """The tree of one expression (a call, or a list/tuple of calls), or ``None``
-    when ``text`` is outside the fast subset."""
+    when ``text`` is outside the fast subset. Raises :class:`RejectedInput` past a
+    limit (length, nesting, element or token count)."""
     if len(text) > limits.MAX_SOURCE_LENGTH:
-        return None
+        raise _limit(f"call text longer than {limits.MAX_SOURCE_LENGTH} characters")
     stripped = text.lstrip(" \t")
     if stripped.startswith("\n"):
         return None
@@ -239,5 +262,7 @@ def parse_tree(text: str) -> tuple | None:
         if parser.peek()[0] != "end":
             return None
         return tree
+    except RejectedInput:
+        raise
     except (_Bail, IndexError, ValueError, OverflowError):
         return None

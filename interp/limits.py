@@ -5,14 +5,17 @@ crashes, hangs or exhausts memory.
 """
 
 #: Longest call text accepted by the text front-end, in characters.
-MAX_SOURCE_LENGTH = 1_000_000
+MAX_SOURCE_LENGTH = 200_000
+#: Longest text handed to libcst (texts outside the fast path's simple subset);
+#: libcst needs seconds for texts far beyond this, which hostile input must not buy.
+MAX_LIBCST_SOURCE_LENGTH = 50_000
 #: Deepest nesting of calls, lists, dicts, tuples and sets inside one call.
 MAX_NESTING_DEPTH = 100
 #: Most calls executed in one step; the rest get an error result.
 MAX_CALLS_PER_STEP = 10_000
 #: Most elements (list items, dict entries, ...) in one call's literals, summed.
-MAX_LITERAL_ELEMENTS = 100_000
+MAX_LITERAL_ELEMENTS = 20_000
 #: Longest string literal, in characters.
-MAX_STRING_LENGTH = 1_000_000
+MAX_STRING_LENGTH = 200_000
 #: Most digits in an integer literal (CPython's own limit for str -> int).
 MAX_INT_DIGITS = 4300

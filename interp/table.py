@@ -27,6 +27,16 @@ def _class_tools(cls: type) -> dict[str, Callable[..., Any]]:
 
 
 _LAST_NAME = re.compile(r"\b([a-zA-Z_]\w*)\s*$")
+#: Constants that can be written in callee position: eval evaluates the arguments,
+#: then fails with "'bool' object is not callable".
+_CONSTANTS = {"True": True, "False": False, "None": None}
+
+
+def _not_callable(value: Any) -> Callable[..., Any]:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        raise TypeError(f"'{type(value).__name__}' object is not callable")
+
+    return call
 
 
 class MethodTable:
@@ -71,6 +81,8 @@ class MethodTable:
         try:
             instance, function = self._methods[name]
         except KeyError:
+            if name in _CONSTANTS:
+                return _not_callable(_CONSTANTS[name])
             raise NameError(f"name '{name}' is not defined") from None
         return function.__get__(instance, type(instance))
 
@@ -90,8 +102,12 @@ class MethodTable:
         head = text.split("(", 1)[0]
         if "(" in text:
             match = _LAST_NAME.search(head)
-            if match and match.group(1) in self._owners:
-                head = f"{head[: match.start()]}{self._owners[match.group(1)]}.{match.group(1)}"
+            if match:
+                # The rewrite replaces "name  (" with "name(" or "owner.name(": the
+                # whitespace goes either way (so "kill ()" is refused like "kill()").
+                name = match.group(1)
+                owner = self._owners.get(name)
+                head = head[: match.start()] + (f"{owner}.{name}" if owner is not None else name)
         if "." in head:
             head = head.split(".")[1]
         return head
