@@ -26,7 +26,7 @@ from interp.errors import RejectedInput
 from interp.execute import Call
 from interp.fc import fc_call, reference_text
 from interp.fastparse import parse_tree
-from interp.text import bracket_depth
+from interp.text import bracket_depth, python_syntax_error
 
 
 class DecodeError(ValueError):
@@ -141,6 +141,9 @@ def _prompting_calls(step: Any) -> list[dict]:
             return _fast_calls(tree)
         except _OutsideFastSubset:
             pass
+    if python_syntax_error(text) is not None:
+        # The reference's ast.parse fails on it too (chat text, mostly): nothing to decode.
+        raise DecodeError("not Python call syntax")
     if len(text) > limits.MAX_LIBCST_SOURCE_LENGTH:
         raise DecodeError("step text outside the simple subset and too long for libcst")
     if bracket_depth(text) > limits.MAX_NESTING_DEPTH:  # guards libcst's recursion

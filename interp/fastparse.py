@@ -25,12 +25,14 @@ from interp.errors import RejectedInput
 
 _TOKEN = re.compile(
     r"""
-    (?P<ws>[ \t\n]+)
-  | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
+    [ \t\n]*
+    (?:
+    (?P<name>[A-Za-z_][A-Za-z0-9_]*)
   | (?P<number>(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?)
   | (?P<string>'(?:[^'\\\n\r]|\\[\\'"ntr]|\\x[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4})*'
               |"(?:[^"\\\n\r]|\\[\\'"ntr]|\\x[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4})*")
   | (?P<punct>[()\[\]{},:=+-])
+    )
     """,
     re.VERBOSE,
 )
@@ -63,14 +65,13 @@ def _tokenize(text: str) -> list[tuple[str, str]]:
     append = tokens.append
     depth = 0
     position = 0
+    text = text.rstrip(" \t\n")
     for found in _TOKEN.finditer(text):
         if found.start() != position:
             raise _Bail  # a character no token matches
         kind = found.lastgroup
         position = found.end()
-        if kind == "ws":
-            continue
-        value = found.group()
+        value = found.group(kind)
         if kind == "punct":
             if value in "([{":
                 depth += 1
