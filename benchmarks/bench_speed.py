@@ -93,12 +93,37 @@ def bench(result_dir: Path, rounds: int, jobs: int, label: str) -> dict:
     return row
 
 
+def bench_jobs(result_dir: Path, rounds: int, label: str) -> dict:
+    """bfcl-safe alone with --jobs 1 and --jobs 2 (wall clock: the point is using both cores)."""
+    entries = count_entries(result_dir)
+    base_env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    times = {}
+    for jobs in (1, 2):
+        command = [sys.executable, "-m", "checker.cli", "evaluate", "--result-dir", str(result_dir),
+                   "--data", str(wheel()), "--jobs", str(jobs)]
+        samples = []
+        for _ in range(rounds + 1):
+            with tempfile.TemporaryDirectory() as score_dir:
+                samples.append(time_process([*command, "--score-dir", score_dir], base_env)[0])
+        times[jobs] = statistics.median(samples[1:])  # the first run warms caches
+    row = {"corpus": label, "entries": entries, "jobs1_s": round(times[1], 3), "jobs2_s": round(times[2], 3),
+           "jobs_speedup": round(times[1] / times[2], 2)}
+    print(json.dumps(row))
+    return row
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--result-dir", type=Path)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--jobs-scaling", action="store_true", help="compare --jobs 1 and --jobs 2 of bfcl-safe")
     args = parser.parse_args()
+    if args.jobs_scaling:
+        with tempfile.TemporaryDirectory() as tmp:
+            corpus = args.result_dir or prompting_corpus(Path(tmp))
+            bench_jobs(corpus, args.rounds, str(args.result_dir or "ground truth as prompting model"))
+        return
     if args.result_dir:
         bench(args.result_dir, args.rounds, args.jobs, str(args.result_dir))
         return

@@ -33,6 +33,8 @@ class Options:
     strict_irrelevance: bool = False
     check_order: bool = False
     partial: bool = False
+    #: Add the non-official per-turn accuracy column to the CSV.
+    partial_credit: bool = False
 
 
 @attrs.frozen
@@ -108,7 +110,8 @@ _WORKER_DATASET: Dataset | None = None
 
 def _init_worker(data: str | None) -> None:
     global _WORKER_DATASET
-    _WORKER_DATASET = Dataset.open(data)
+    if _WORKER_DATASET is None:  # forked workers inherit the parent's loaded dataset
+        _WORKER_DATASET = Dataset.open(data)
 
 
 @attrs.frozen
@@ -159,7 +162,8 @@ def _outcome(dataset: Dataset, item: dict, model: str, category: str, options: O
 
 def _failure_record(entry_id: str, model: str, category: str, message: str) -> dict:
     return {"id": entry_id, "model_name": model, "test_category": category, "valid": False,
-            "error": {"error_message": [message], "error_type": INFERENCE_ERROR}}
+            "error": {"error_message": [message], "error_type": INFERENCE_ERROR},
+            "first_failing_turn": 0, "turns_passed": 0}
 
 
 def _score_chunk(args: tuple[list[dict], str, str, Options]) -> list[Outcome]:
@@ -189,6 +193,15 @@ def score_tree(
     if options.jobs > 1:
         from concurrent.futures import ProcessPoolExecutor  # not imported for one-process runs
 
+        global _WORKER_DATASET
+        # Load what the workers need first: forked workers then share it instead of
+        # each parsing the dataset again (spawned ones open ``data_path`` themselves).
+        for result_file in files:
+            dataset.entries(result_file.category)
+            dataset.ground_truth(result_file.category)
+            if "long_context" in result_file.category:
+                dataset.long_context_data()
+        _WORKER_DATASET = dataset
         pool = ProcessPoolExecutor(max_workers=options.jobs, initializer=_init_worker, initargs=(data_path,))
     try:
         decoders: dict[str, str] = {}
@@ -207,7 +220,7 @@ def score_tree(
         if result_file.model not in models:
             models.append(result_file.model)
     if scores:
-        write_leaderboard_csv(score_dir, dataset, first_models=models)
+        write_leaderboard_csv(score_dir, dataset, first_models=models, partial_credit=options.partial_credit)
     return scores
 
 
