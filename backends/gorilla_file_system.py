@@ -28,8 +28,9 @@ FORBIDDEN_NAME_CHARACTERS = '|/\\?%*:"><'
 #: Units for ``du -h``, in order; past the last one the size is shown in PB.
 SIZE_UNITS = ("B", "KB", "MB", "GB", "TB")
 
-#: ``wc`` modes and the unit each one reports.
-WC_MODES = ["l", "w", "c"]  # a list: membership by ``==``, so unhashable modes are fine
+#: ``wc`` modes: lines, words, characters. A list, as in the reference: membership
+#: by ``==``, so an unhashable mode is reported as invalid rather than raising.
+WC_MODES = ["l", "w", "c"]
 
 #: Name of the directory the reference uses when a scenario has no ``root``.
 DEFAULT_ROOT_NAME = "/"
