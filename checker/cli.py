@@ -106,13 +106,16 @@ _data_option = click.option(
               help="NON-OFFICIAL: also fail entries that call tools in turns where the ground truth has none.")
 @click.option("--check-order", is_flag=True,
               help="NON-OFFICIAL: also require the ground truth's method order per class.")
+@click.option("--partial-credit", is_flag=True,
+              help="Add a non-official per-turn accuracy column to data_multi_turn.csv "
+                   "(official accuracies unchanged).")
 def evaluate(result_dir: Path, score_dir: Path, data: str | None, jobs: int, decoder: str, partial: bool,
-             strict_irrelevance: bool, check_order: bool) -> None:
+             strict_irrelevance: bool, check_order: bool, partial_credit: bool) -> None:
     """Score result files like `bfcl evaluate` on the multi-turn categories."""
     try:
         dataset = _open_dataset(data)
         options = Options(decoder=decoder, jobs=jobs, strict_irrelevance=strict_irrelevance,
-                          check_order=check_order, partial=partial)
+                          check_order=check_order, partial=partial, partial_credit=partial_credit)
         _run(result_dir, score_dir, data, options, dataset)
     except (DatasetError, OSError) as exc:
         raise click.ClickException(str(exc)) from None
@@ -138,6 +141,26 @@ def demo(score_dir: Path, data: str | None, entries: int, jobs: int) -> None:
         _run(result_dir, score_dir / "score", data, Options(jobs=jobs, partial=True), dataset)
     except (DatasetError, OSError) as exc:
         raise click.ClickException(str(exc)) from None
+
+
+@main.command()
+@click.option("--result-dir", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Folder with {model}/multi_turn/BFCL_v4_multi_turn_{category}_result.json files.")
+@click.option("--id", "entry_id", required=True, help="Entry id, e.g. multi_turn_base_2.")
+@click.option("--model", default=None, help="Model folder (needed when several hold this category).")
+@_data_option
+@click.option("--json", "as_json", is_flag=True, help="Print the explanation as JSON.")
+def explain(result_dir: Path, entry_id: str, model: str | None, data: str | None, as_json: bool) -> None:
+    """Explain one entry's verdict turn by turn: calls, results, state diff, missing responses."""
+    from checker.explain import ExplainError, explain_entry, render_json, render_text
+
+    try:
+        dataset = _open_dataset(data)
+        explanation = explain_entry(result_dir, entry_id, dataset, model=model,
+                                    report=lambda message: click.echo(f"note: {message}", err=True))
+    except (ExplainError, DatasetError, OSError) as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(render_json(explanation) if as_json else render_text(explanation))
 
 
 @main.group()

@@ -42,6 +42,8 @@ CSV_COLUMNS = ("Rank", "Model", "Multi Turn Overall Acc", "Base", "Miss Func", "
 #: Categories behind the four per-category columns, in column order.
 CSV_CATEGORIES = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context")
 NOT_AVAILABLE = "N/A"
+#: The non-official column ``evaluate --partial-credit`` appends (see :func:`turn_accuracy`).
+TURN_ACCURACY_COLUMN = "Per-Turn Acc"
 
 SCORE_GLOB = f"{VERSION_PREFIX}_*_score.json"
 #: The reference's ``extract_test_category`` pattern, searched in the whole path text.
@@ -265,8 +267,13 @@ def _percent(value: Any) -> str:
 def leaderboard_rows(
     scores: Mapping[str, Mapping[str, Mapping[str, Any]]],
     display_name: Callable[[str], str] = str,
+    extra: Mapping[str, Any] | None = None,
 ) -> list[list[str]]:
-    """The CSV rows (without header) for a table from :func:`collect_scores`."""
+    """The CSV rows (without header) for a table from :func:`collect_scores`.
+
+    ``extra``, if given, holds one more cell per model (a fraction or a string), appended
+    after the official cells; it does not change the order of the rows.
+    """
     rows = []
     for model, categories in scores.items():
         cells: list[Any] = []
@@ -279,9 +286,66 @@ def leaderboard_rows(
                 total += summary["accuracy"]
                 cells.append(summary["accuracy"])
         overall = total / len(CSV_CATEGORIES)
+        if extra is not None:
+            cells.append(extra.get(model, NOT_AVAILABLE))
         rows.append([display_name(model), overall, *cells])
     rows.sort(key=lambda row: row[1], reverse=True)  # stable: ties keep table order
     return [[str(rank), name, *(_percent(cell) for cell in cells)] for rank, (name, *cells) in enumerate(rows, 1)]
+
+
+# --------------------------------------------------------------------------- partial credit
+
+
+def turn_accuracy(path: str | os.PathLike, turn_count: Callable[[str], int | None]) -> float | None:
+    """Per-turn accuracy of one score file (non-official).
+
+    An entry that passed counts 1; a failed entry counts ``turns_passed / its number of
+    ground-truth turns`` (the turns before its first failing turn); the sum is divided by
+    ``total_count``. None when a failed entry has no ``turns_passed`` (e.g. a score file
+    of the reference) or ``turn_count`` does not know it.
+    """
+    path = Path(path)
+    summary = read_score_summary(path)
+    credit = float(summary.get("correct_count", 0))
+    with open(path, encoding="utf-8") as handle:
+        handle.readline()
+        for line in handle:
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ScoreFileError(f"{path}: a line is not JSON ({exc.msg})") from None
+            passed = record.get("turns_passed") if isinstance(record, dict) else None
+            turns = turn_count(record.get("id")) if isinstance(record, dict) else None
+            if type(passed) is not int or not turns:
+                return None
+            credit += passed / turns
+    total = summary.get("total_count")
+    return credit / total if total else None
+
+
+def collect_turn_accuracy(
+    score_dir: str | os.PathLike, turn_count: Callable[[str], int | None]
+) -> dict[str, str | float]:
+    """``{model folder: per-turn accuracy cell}``: the plain mean over the four categories,
+    a missing category counting 0 (like the official overall); ``N/A`` when a score file
+    has no per-turn data. Same walk as :func:`collect_scores`."""
+    root = Path(score_dir)
+    per_model: dict[str, dict[str, float | None]] = {}
+    if not root.is_dir():
+        return {}
+    for subdir in [entry for entry in root.iterdir() if entry.is_dir()]:
+        for score_file in subdir.rglob(SCORE_GLOB):
+            category = category_of_score_file(score_file)
+            if category is None:
+                continue
+            per_model.setdefault(subdir.name, {})[category] = turn_accuracy(score_file, turn_count)
+    cells: dict[str, str | float] = {}
+    for model, categories in per_model.items():
+        values = [categories.get(category, 0.0) for category in CSV_CATEGORIES]
+        cells[model] = NOT_AVAILABLE if None in values else sum(values) / len(CSV_CATEGORIES)
+    return cells
 
 
 def write_leaderboard_csv(
@@ -290,12 +354,16 @@ def write_leaderboard_csv(
     *,
     display_names: Mapping[str, str] | None = None,
     first_models: Iterable[str] = (),
+    partial_credit: bool = False,
 ) -> Path:
     """Write ``SCORE/data_multi_turn.csv`` from the score files present under ``score_dir``.
 
     The Model column is ``display_names[folder]`` if given, else the display name in the
     dataset's model registry (``Dataset.display_name``: folder ``_`` -> ``/``), else the
     folder name (the reference would fail on a model it does not know).
+
+    ``partial_credit`` appends the non-official :data:`TURN_ACCURACY_COLUMN` (turn counts
+    from ``dataset``); the official columns, values and row order stay as they are.
     """
     overrides = dict(display_names or {})
 
@@ -306,8 +374,22 @@ def write_leaderboard_csv(
             return dataset.display_name(model)
         return model
 
-    rows = leaderboard_rows(collect_scores(score_dir, first_models), display_name)
-    text = "\n".join(",".join(row) for row in [list(CSV_COLUMNS), *rows])
+    columns = list(CSV_COLUMNS)
+    extra = None
+    if partial_credit:
+        columns.append(TURN_ACCURACY_COLUMN)
+
+        def turn_count(entry_id: Any) -> int | None:
+            if dataset is None or not isinstance(entry_id, str):
+                return None
+            try:
+                return len(dataset.ground_truth_for(entry_id))
+            except KeyError:
+                return None
+
+        extra = collect_turn_accuracy(score_dir, turn_count)
+    rows = leaderboard_rows(collect_scores(score_dir, first_models), display_name, extra)
+    text = "\n".join(",".join(row) for row in [columns, *rows])
     path = Path(score_dir) / CSV_NAME
     _write_text(path, text)
     return path

@@ -1,0 +1,330 @@
+"""``bfcl-safe explain``: one entry of a result file, turn by turn.
+
+For each turn: the user message, the model's decoded calls with their results, the
+ground truth's calls with their results; at the failing turn a field-level state diff
+(attribute, model vs ground truth, and inside dict/list values the differing paths)
+and the missing responses. The verdict is the scorer's (:func:`checker.verdict.evaluate_entry`);
+the per-turn results are those it computed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from checker.dataset import MULTI_TURN_CATEGORIES, Dataset
+from checker.decoders import DECODERS
+from checker.episode import missed_docs, plain, turn_messages
+from checker.model_decoders import decoder_for_model
+from checker.runner import find_result_files, read_result_lines
+from checker.verdict import (
+    EMPTY_TURN, FORCE_TERMINATED, RESPONSE_MISMATCH, STATE_MISMATCH, check_turns_at, decode_turn,
+    evaluate_entry,
+)
+
+#: Differing paths listed per attribute (the rest are counted).
+MAX_DIFF_PATHS = 40
+#: Characters of a value or result shown on a terminal (``--json`` shows everything).
+MAX_SHOWN = 240
+
+_ID = re.compile(r"^(multi_turn_[a-z_]+?)_(\d+)$")
+_STATE_CLASS = re.compile(r"^Model instance for (\w+) does not match the state")
+_ABSENT = object()
+
+
+class ExplainError(ValueError):
+    """The entry cannot be explained (unknown id or model, no result file); one line."""
+
+
+# --------------------------------------------------------------------------- state diff
+
+
+def _path_text(path: Sequence[Any]) -> str:
+    text = str(path[0])
+    for key in path[1:]:
+        if isinstance(key, int):
+            text += f"[{key}]"
+        elif isinstance(key, str) and key.isidentifier():
+            text += f".{key}"
+        else:
+            text += f"[{key!r}]"
+    return text
+
+
+def _walk(model: Any, truth: Any, path: list, out: list[tuple[list, Any, Any]]) -> None:
+    if isinstance(model, dict) and isinstance(truth, dict):
+        for key, value in model.items():
+            if key in truth:
+                _walk(value, truth[key], path + [key], out)
+            else:
+                out.append((path + [key], value, _ABSENT))
+        for key, value in truth.items():
+            if key not in model:
+                out.append((path + [key], _ABSENT, value))
+    elif isinstance(model, list) and isinstance(truth, list):
+        for index in range(min(len(model), len(truth))):
+            _walk(model[index], truth[index], path + [index], out)
+        for index in range(len(truth), len(model)):
+            out.append((path + [index], model[index], _ABSENT))
+        for index in range(len(model), len(truth)):
+            out.append((path + [index], _ABSENT, truth[index]))
+    elif model != truth:
+        out.append((path, model, truth))
+
+
+def _side(value: Any) -> dict:
+    return {"absent": True} if value is _ABSENT else {"value": value}
+
+
+def state_diff(attribute: str, model_value: Any, truth_value: Any) -> dict:
+    """One differing attribute: both values as plain data, and the paths inside them
+    that differ (dict keys, list indices; a key or index only one side has is marked
+    ``absent`` on the other)."""
+    model_plain, truth_plain = plain(model_value), plain(truth_value)
+    found: list[tuple[list, Any, Any]] = []
+    _walk(model_plain, truth_plain, [attribute], found)
+    if not found:
+        # Equal as plain data but not to Python's ==, e.g. a tuple against a list.
+        found = [([attribute], f"{type(model_value).__name__}: {model_value!r}",
+                  f"{type(truth_value).__name__}: {truth_value!r}")]
+    paths = [{"path": _path_text(path), "model": _side(m), "ground_truth": _side(t)}
+             for path, m, t in found[:MAX_DIFF_PATHS]]
+    return {"attribute": attribute, "model": model_plain, "ground_truth": truth_plain,
+            "paths": paths, "more_paths": max(0, len(found) - MAX_DIFF_PATHS)}
+
+
+def _turn_detail(error: dict) -> dict:
+    """What the failing turn's error shows: the state diff or the missing responses."""
+    detail: dict[str, Any] = {}
+    details = error.get("details") or {}
+    message = error.get("error_message")
+    if error.get("error_type") == STATE_MISMATCH:
+        match = _STATE_CLASS.match(message if isinstance(message, str) else "")
+        detail["state_diff"] = {
+            "class": match.group(1) if match else None,
+            "attributes": [state_diff(attribute, values["model"], values["ground_truth"])
+                           for attribute, values in details.get("differences", {}).items()],
+        }
+    if error.get("error_type") == RESPONSE_MISMATCH:
+        detail["missing_responses"] = list(details.get("missing_items", []))
+    return detail
+
+
+# --------------------------------------------------------------------------- explanation
+
+
+def _find_result(result_dir: Path, category: str, model: str | None) -> tuple[str, Path]:
+    files = find_result_files(result_dir)
+    models = sorted({f.model for f in files})
+    matching = [f for f in files if f.category == category]
+    if model is not None:
+        if model not in models:
+            raise ExplainError(f"unknown model {model!r} under {result_dir}"
+                               f" (models with result files: {', '.join(models) or 'none'})")
+        matching = [f for f in matching if f.model == model]
+        if not matching:
+            raise ExplainError(f"no {category} result file for model {model!r} under {result_dir}")
+    if not matching:
+        raise ExplainError(f"no {category} result file under {result_dir} "
+                           f"(expected {{model}}/multi_turn/BFCL_v4_{category}_result.json)")
+    if len(matching) > 1:
+        raise ExplainError(f"several models have {category} results ({', '.join(f.model for f in matching)}); "
+                           "choose one with --model")
+    return matching[0].model, matching[0].path
+
+
+def _shown_calls(raw: Any, calls: list, decoder: str) -> list[str]:
+    """The step's calls as the scorer's ``model_result_decoded`` shows them."""
+    try:
+        texts = DECODERS[decoder][1](raw)
+        if len(texts) == len(calls):
+            return [str(text) for text in texts]
+    except Exception:  # noqa: BLE001 - display only; fall back to the decoded calls
+        pass
+    return [call if isinstance(call, str) else call.render() if hasattr(call, "render") else str(call)
+            for call in calls]
+
+
+def explain_entry(
+    result_dir: Path,
+    entry_id: str,
+    dataset: Dataset,
+    *,
+    model: str | None = None,
+    report: Callable[[str], None] = lambda message: None,
+) -> dict:
+    """The explanation of one entry, as plain data (see :func:`render_text`)."""
+    match = _ID.match(entry_id)
+    if match is None or match.group(1) not in MULTI_TURN_CATEGORIES:
+        raise ExplainError(f"unknown id {entry_id!r}: not a multi-turn entry id (e.g. multi_turn_base_2)")
+    category = match.group(1)
+    try:
+        entry = dataset.entry(entry_id)
+    except KeyError:
+        raise ExplainError(f"unknown id {entry_id!r}: not in the {category} dataset") from None
+    model, path = _find_result(Path(result_dir), category, model)
+    items, _ = read_result_lines(path, category)
+    item = next((i for i in items if i["id"] == entry_id), None)
+    if item is None:
+        raise ExplainError(f"{entry_id} is not in {path}")
+    decoder = decoder_for_model(model, dataset, report)
+    ground_truth = dataset.ground_truth_for(entry_id)
+    missed = missed_docs(dataset.prompt_entry(entry_id))
+    result = item["result"]
+
+    trace: list[dict] = []
+    record = evaluate_entry(
+        entry, result, ground_truth, model_name=model, test_category=category, decoder=decoder,
+        long_context_data=dataset.long_context_data, prompt_entry=lambda: dataset.prompt_entry(entry_id),
+        inference_log=item.get("inference_log", ""), trace=trace,
+    )
+    valid = bool(record.get("valid"))
+    error = {} if valid else record["error"]
+    failing = None if valid else record["first_failing_turn"]
+
+    decoded_turns: list[list[tuple[Any, list]] | None] = []
+    if type(result) is list:
+        decoded_turns = [decode_turn(turn, decoder) for turn in result]
+    turn_error = error
+    if error.get("error_type") == FORCE_TERMINATED and failing is not None and failing < len(trace):
+        # The verdict is force_terminated; a turn the model completed failed first.
+        prefix = [[calls for _, calls in steps or []] for steps in decoded_turns[: failing + 1]]
+        turn_error, _ = check_turns_at(prefix, ground_truth[: failing + 1], entry, model,
+                                       dataset.long_context_data)
+
+    turns = []
+    for index, truth_turn in enumerate(ground_truth):
+        executed = trace[index] if index < len(trace) else None
+        steps = decoded_turns[index] if index < len(decoded_turns) else None
+        model_steps = []
+        for number, (raw, calls) in enumerate(steps or []):
+            results = executed["model"][number] if executed is not None else None
+            model_steps.append({"calls": _shown_calls(raw, calls, decoder), "results": results})
+        truth_results = executed["ground_truth"] if executed is not None else None
+        if valid or index < failing:
+            status = "passed"
+        elif index == failing:
+            status = "failed"
+        else:
+            status = "not checked"
+        turn: dict[str, Any] = {
+            "turn": index,
+            "status": status,
+            "user": turn_messages(entry, missed, index),
+            "new_tools": [doc["name"] for doc in missed.get(index, [])],
+            "model": model_steps,
+            "model_turn_recorded": steps is not None,
+            "ground_truth": [{"call": call, "result": truth_results[n] if truth_results is not None else None}
+                             for n, call in enumerate(truth_turn)],
+            "run": executed is not None,
+        }
+        if status == "failed" and turn_error.get("error_type") is not None:
+            turn["error_type"] = turn_error["error_type"]
+            message = turn_error.get("error_message")
+            turn["error_message"] = message[0] if isinstance(message, list) and len(message) == 1 else message
+            if turn_error.get("error_type") == EMPTY_TURN:
+                turn["error_message"] += " (the model ran no call in this turn; the ground truth runs " \
+                                         f"{len(truth_turn)})"
+            turn.update(_turn_detail(turn_error))
+        turns.append(turn)
+
+    message = error.get("error_message")
+    return plain({
+        "id": entry_id,
+        "model": model,
+        "category": category,
+        "decoder": decoder,
+        "result_file": str(path),
+        "valid": valid,
+        "error_type": error.get("error_type"),
+        "error_message": message[0] if isinstance(message, list) and len(message) == 1 else message,
+        "first_failing_turn": failing,
+        "turns_passed": len(ground_truth) if valid else record["turns_passed"],
+        "turn_count": len(ground_truth),
+        "model_turn_count": len(result) if type(result) is list else None,
+        "turns": turns,
+    })
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def render_json(explanation: dict) -> str:
+    return json.dumps(explanation, ensure_ascii=False, indent=2)
+
+
+def _short(value: Any, limit: int = MAX_SHOWN) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = text.replace("\n", "\\n")
+    if len(text) > limit:
+        return f"{text[:limit]}... ({len(text)} chars)"
+    return text
+
+
+def _shown_side(side: dict) -> str:
+    return "(absent)" if side.get("absent") else _short(side.get("value"))
+
+
+def render_text(explanation: dict) -> str:
+    """The explanation for a terminal."""
+    e = explanation
+    lines = [f"{e['id']}  model {e['model']}  (decoder {e['decoder']})"]
+    if e["valid"]:
+        lines.append(f"verdict: PASS  ({e['turn_count']} of {e['turn_count']} turns)")
+    else:
+        lines.append(f"verdict: FAIL  {e['error_type']}  at turn {e['first_failing_turn']}  "
+                     f"({e['turns_passed']} of {e['turn_count']} turns passed before it)")
+        lines.append(f"  {_short(e['error_message'], 400)}")
+    if e["model_turn_count"] is not None and e["model_turn_count"] != e["turn_count"]:
+        lines.append(f"  the result has {e['model_turn_count']} turns, the ground truth {e['turn_count']}")
+    for turn in e["turns"]:
+        lines.append("")
+        lines.append(f"== turn {turn['turn']}: {turn['status'].upper()}"
+                     + (f" ({turn['error_type']})" if "error_type" in turn else ""))
+        for message in turn["user"]:
+            lines.append(f"  {message.get('role', 'user')}: {_short(message.get('content'), 400)}")
+        if turn["new_tools"]:
+            lines.append(f"  (tools made visible in this turn: {', '.join(turn['new_tools'])})")
+        lines.append("  model:")
+        if not turn["model_turn_recorded"]:
+            lines.append("    (no such turn in the result)")
+        elif not turn["model"]:
+            lines.append("    (no calls)")
+        for number, step in enumerate(turn["model"]):
+            results = step["results"]
+            for position, call in enumerate(step["calls"]):
+                shown = f"    [{number}] {_short(call, 160)}"
+                if results is not None and position < len(results):
+                    shown += f"\n          -> {_short(results[position])}"
+                lines.append(shown)
+        lines.append("  ground truth:")
+        if not turn["ground_truth"]:
+            lines.append("    (no calls)")
+        for call in turn["ground_truth"]:
+            shown = f"    {_short(call['call'], 160)}"
+            if call["result"] is not None:
+                shown += f"\n          -> {_short(call['result'])}"
+            lines.append(shown)
+        if not turn["run"]:
+            lines.append("  (not run: scoring stops at the first failing turn)" if turn["status"] == "not checked"
+                         else "  (not run)")
+        if "error_message" in turn:
+            lines.append(f"  error: {_short(turn['error_message'], 400)}")
+        diff = turn.get("state_diff")
+        if diff:
+            lines.append(f"  state diff ({diff['class']}):")
+            for attribute in diff["attributes"]:
+                lines.append(f"    attribute {attribute['attribute']}:")
+                for item in attribute["paths"]:
+                    lines.append(f"      {item['path']}")
+                    lines.append(f"        model:        {_shown_side(item['model'])}")
+                    lines.append(f"        ground truth: {_shown_side(item['ground_truth'])}")
+                if attribute["more_paths"]:
+                    lines.append(f"      ... and {attribute['more_paths']} more differing paths (see --json)")
+        if "missing_responses" in turn:
+            lines.append("  missing responses (ground-truth results no model result so far matches):")
+            for item in turn["missing_responses"]:
+                lines.append(f"    {_short(item)}")
+    return "\n".join(lines)
