@@ -158,6 +158,7 @@ class _ZipSource:
     def __init__(self, path: Path):
         self.path = path
         self._archive: zipfile.ZipFile | None = None
+        self._pid = os.getpid()
         try:
             self._archive = zipfile.ZipFile(path)
             self.names = frozenset(self._archive.namelist())
@@ -171,12 +172,14 @@ class _ZipSource:
         return f"{PACKAGE}/{relative}" in self.names
 
     def __getstate__(self) -> dict:
-        return {"path": self.path, "names": self.names, "_archive": None}
+        return {"path": self.path, "names": self.names, "_archive": None, "_pid": None}
 
     def read(self, relative: str) -> bytes:
         try:
-            if self._archive is None:
+            if self._archive is None or self._pid != os.getpid():
+                # A forked process must not share the parent's file position: reopen.
                 self._archive = zipfile.ZipFile(self.path)
+                self._pid = os.getpid()
             return self._archive.read(f"{PACKAGE}/{relative}")
         except (zipfile.BadZipFile, zlib.error, OSError, ValueError, EOFError, KeyError) as exc:
             raise DatasetError(
