@@ -1,0 +1,107 @@
+"""libcst halves of the handler decoders that read Python text (see :mod:`checker.handler_decoders`).
+
+- :func:`literal_value` stands in for the ``eval(text)`` of the Llama 3.1 handler:
+  literal displays, and arithmetic on literals within limits, are computed; anything
+  that would make ``eval`` look up a name or run code (calls, attributes, bare names
+  other than True/False/None, comprehensions, f-strings, lambdas, ...) fails the step.
+  This is where we knowingly differ from the reference: for such text it runs the
+  model's code (or raises ``NameError``), we refuse.
+- :func:`statement_calls` stands in for the MiniCPM handler's ``ast.parse`` (module
+  mode) + ``resolve_ast_call`` on every statement; like the reference, any failure
+  means "no calls" (its ``except:`` catches everything).
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import libcst as cst
+
+from checker.decode_cst import _arith, _constant, _is_constant, _resolve_call, _safe
+from checker.decoders import DecodeError
+from interp import limits
+from interp.text import bracket_depth
+
+_UNARY = {cst.Minus: operator.neg, cst.Plus: operator.pos, cst.BitInvert: operator.invert, cst.Not: operator.not_}
+
+
+def _guard(text: str) -> None:
+    if len(text) > limits.MAX_SOURCE_LENGTH:
+        raise DecodeError("step text too long")
+    if bracket_depth(text) > limits.MAX_NESTING_DEPTH:
+        raise DecodeError("step text nested too deeply")
+
+
+def _elements(node: cst.List | cst.Tuple | cst.Set) -> list:
+    values = []
+    for element in node.elements:
+        if not isinstance(element, cst.Element):
+            raise DecodeError("starred element: not evaluated")
+        values.append(_literal(element.value))
+    return values
+
+
+def _literal(node: cst.CSTNode) -> Any:
+    if _is_constant(node):
+        return _constant(node)
+    if isinstance(node, cst.List):
+        return _elements(node)
+    if isinstance(node, cst.Tuple):
+        return tuple(_elements(node))
+    if isinstance(node, cst.Set):
+        return _safe(set, _elements(node))  # an unhashable element: TypeError, as eval
+    if isinstance(node, cst.Dict):
+        out: dict = {}
+        for element in node.elements:
+            if not isinstance(element, cst.DictElement):
+                raise DecodeError("'**' in a dict: not evaluated")
+            key = _literal(element.key)
+            value = _literal(element.value)
+            _safe(out.__setitem__, key, value)
+        return out
+    if isinstance(node, cst.UnaryOperation):
+        return _safe(_UNARY[type(node.operator)], _literal(node.expression))
+    if isinstance(node, cst.BinaryOperation):
+        return _arith(node)
+    if isinstance(node, cst.Name):
+        raise DecodeError(f"bare name {node.value!r}: the reference would look it up; refused")
+    raise DecodeError(f"{type(node).__name__} is not a literal: the reference would evaluate it; refused")
+
+
+def literal_value(text: str) -> Any:
+    """The value ``eval(text)`` has when ``text`` is a literal (see the module docstring)."""
+    source = text.lstrip(" \t")  # eval strips leading spaces and tabs
+    _guard(source)
+    try:
+        node = cst.parse_expression(source)
+    except (cst.ParserSyntaxError, RecursionError) as exc:
+        raise DecodeError(f"not a Python expression: {str(exc).splitlines()[0]}") from None
+    try:
+        return _literal(node)
+    except RecursionError:
+        raise DecodeError("literal nested too deeply") from None
+
+
+#: Statements whose ``value`` the reference reads (every other statement has none).
+_VALUE_STATEMENTS = (cst.Expr, cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Return)
+
+
+def statement_calls(text: str) -> list[tuple[str, dict]]:
+    """``[(name, arguments)]`` for module text whose every statement's value is a call
+    (keyword arguments resolved like the prompting decoder); ``[]`` on any failure."""
+    try:
+        _guard(text)
+        module = cst.parse_module(text)
+        calls = []
+        for statement in module.body:
+            if not isinstance(statement, cst.SimpleStatementLine):
+                return []
+            for small in statement.body:
+                value = small.value if isinstance(small, _VALUE_STATEMENTS) else None
+                if not isinstance(value, cst.Call):
+                    return []
+                calls.extend(_resolve_call(value).items())
+        return calls
+    except (DecodeError, cst.ParserSyntaxError, RecursionError, ValueError, TypeError):
+        return []
