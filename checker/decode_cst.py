@@ -86,10 +86,15 @@ def _safe(fn: Callable, *values: Any) -> Any:
 
 
 def _size(value: Any) -> int:
+    """Digits of an int; characters of a string; for a list or tuple, its elements and
+    their sizes (a shared element once per appearance: that is what gets rendered).
+    Operands passed this check before, so measuring them is bounded too."""
     if isinstance(value, int):
         return value.bit_length() // 3
-    if isinstance(value, (str, bytes, list, tuple)):
+    if isinstance(value, (str, bytes)):
         return len(value)
+    if isinstance(value, (list, tuple)):
+        return len(value) + sum(_size(item) for item in value)
     return 1
 
 
@@ -105,7 +110,7 @@ def _arith(node: cst.BinaryOperation) -> Any:
         raise DecodeError("shift too large to compute")
     if op is operator.mul:
         for a, b in ((left, right), (right, left)):
-            if isinstance(a, (str, bytes, list, tuple)) and isinstance(b, int) and b * max(1, len(a)) > _MAX_ARITHMETIC_SIZE:
+            if isinstance(a, (str, bytes, list, tuple)) and isinstance(b, int) and b * max(1, _size(a)) > _MAX_ARITHMETIC_SIZE:
                 raise DecodeError("repetition too large to compute")
     value = _safe(op, left, right)
     if _size(value) > _MAX_ARITHMETIC_SIZE:
