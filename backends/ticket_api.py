@@ -7,7 +7,7 @@ Fidelity notes (the reference's behaviour, kept on purpose):
 
 * Tickets are plain dicts, and the tools hand out the live dicts stored in the
   queue (not copies), so a ticket passed back as an argument of a nested call
-  aliases the stored one exactly as under the reference's ``eval``.
+  aliases the stored one exactly as in the reference.
 * Tickets from a scenario may lack ``id``, ``status`` or ``created_by``; the
   lookups then raise ``KeyError`` (``Error during execution: 'id'``).
 * No argument is type-checked: ``priority`` is compared with ``<``/``>`` (a
