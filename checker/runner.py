@@ -92,15 +92,22 @@ def read_result_lines(path: Path, category: str) -> tuple[list[dict], list[str]]
             entry_id = item["id"]
             match = _ID.match(entry_id) if isinstance(entry_id, str) else None
             if match is None or match.group(1) != category:
-                problems.append(f"{where}: id {entry_id!r} does not belong to {category}; line skipped")
+                problems.append(f"{where}: id {_shown(entry_id)} does not belong to {category}; line skipped")
                 continue
             if entry_id in seen:
-                problems.append(f"{where}: duplicate id {entry_id!r}; the first occurrence is scored")
+                problems.append(f"{where}: duplicate id {_shown(entry_id)}; the first occurrence is scored")
                 continue
             seen.add(entry_id)
             entries.append(item)
-    entries.sort(key=lambda item: int(item["id"].rsplit("_", 1)[1]))
+    # Numeric order without int(): an id may carry more digits than int() accepts.
+    entries.sort(key=lambda item: (len(number := item["id"].rsplit("_", 1)[1]), number))
     return entries, problems
+
+
+def _shown(value: Any) -> str:
+    """``repr(value)`` cut to a readable length (ids come from hostile files)."""
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:60]}...({len(text)} characters)"
 
 
 # ------------------------------------------------------------------ worker side
@@ -157,7 +164,19 @@ def _outcome(dataset: Dataset, item: dict, model: str, category: str, options: O
     if record.get("valid"):
         return Outcome(item["id"])
     error = record["error"]
-    return Outcome(item["id"], error["error_type"], error["error_message"], dumps_line(record))
+    return Outcome(item["id"], error["error_type"], error["error_message"], _record_line(record))
+
+
+def _record_line(record: dict) -> str:
+    """The score-file line of a failure record. A model result nested just below what
+    ``json.loads`` accepts may be too deep to encode again, one level further down:
+    the verdict is kept and the raw copies of the model's output are left out."""
+    try:
+        return dumps_line(record)
+    except RecursionError:
+        omitted = "<omitted: nested too deeply to write>"
+        return dumps_line({key: omitted if key in ("model_result", "model_result_raw", "inference_log") else value
+                           for key, value in record.items()})
 
 
 def _failure_record(entry_id: str, model: str, category: str, message: str) -> dict:
@@ -237,8 +256,14 @@ def _outcomes(kept, result_file, dataset, options, pool, progress) -> Iterator[O
                 progress(1)
         return
     size = max(1, min(25, len(kept) // (options.jobs * 4) or 1))
-    jobs = [(chunk, result_file.model, result_file.category, options) for chunk in _chunks(kept, size)]
-    for chunk in pool.map(_score_chunk, jobs):
+    model, category = result_file.model, result_file.category
+    futures = [(chunk, pool.submit(_score_chunk, (chunk, model, category, options))) for chunk in _chunks(kept, size)]
+    for items, future in futures:
+        try:
+            chunk = future.result()
+        except Exception:  # noqa: BLE001 - a chunk that cannot reach a worker (e.g. an entry nested
+            # too deeply to pickle) or whose worker died is scored here instead
+            chunk = [_outcome(dataset, item, model, category, options) for item in items]
         yield from chunk
         if progress:
             progress(len(chunk))
