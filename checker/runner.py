@@ -66,7 +66,7 @@ def find_result_files(result_dir: Path) -> list[ResultFile]:
     for subdir in sorted(p for p in result_dir.iterdir() if p.is_dir()):
         for path in sorted(subdir.rglob(f"{VERSION_PREFIX}_*_result.json")):
             match = _RESULT_FILE.match(path.name)
-            if match and match.group(1) in MULTI_TURN_CATEGORIES:
+            if match and match.group(1) in MULTI_TURN_CATEGORIES and path.is_file():
                 found.append(ResultFile(subdir.name, match.group(1), path))
     return found
 
@@ -102,6 +102,19 @@ def read_result_lines(path: Path, category: str) -> tuple[list[dict], list[str]]
     # Numeric order without int(): an id may carry more digits than int() accepts.
     entries.sort(key=lambda item: (len(number := item["id"].rsplit("_", 1)[1]), number))
     return entries, problems
+
+
+def _malformed(result: Any) -> str | None:
+    """What is wrong with the shape of an entry's result, or None. A string is not
+    wrong: it is how BFCL records a failed inference (an inference error, not a bad file)."""
+    if isinstance(result, str):
+        return None
+    if type(result) is not list:
+        return f"{type(result).__name__}, not a list of turns"
+    for turn in result:
+        if not isinstance(turn, (list, str, dict)):
+            return f"a turn is {type(turn).__name__}, not a list of steps"
+    return None
 
 
 def _shown(value: Any) -> str:
@@ -278,8 +291,11 @@ def _score_file(result_file, score_dir, dataset, options, pool, progress, report
     for item in items:
         if item["id"] in known:
             kept.append(item)
+            shape = _malformed(item["result"])
+            if shape is not None:
+                problems.append(f"{result_file.path}: {item['id']}: malformed result: {shape} (the entry fails)")
         else:
-            problems.append(f"{result_file.path}: id {item['id']!r} is not in the dataset; skipped")
+            problems.append(f"{result_file.path}: id {_shown(item['id'])} is not in the dataset; skipped")
     present = {item["id"] for item in kept}
     missing = [] if options.partial else [entry_id for entry_id in order if entry_id not in present]
     if missing:
