@@ -34,6 +34,7 @@ from typing import Any, Mapping
 import attrs
 import mpmath
 
+from interp import limits
 from interp.tools import tool
 
 #: Length units accepted by :meth:`MathAPI.si_unit_conversion`, in metres.
@@ -90,6 +91,22 @@ def _is_plain_number(value: Any) -> bool:
     return isinstance(value, (int, float))
 
 
+# Guards for computations the reference would never finish (it hangs on them), so
+# there is no official verdict they could change; the limits are in interp.limits.
+
+
+def _check_precision(precision: Any) -> None:
+    finite = type(precision) is int or (type(precision) is float and math.isfinite(precision))
+    if finite and precision > limits.MAX_PRECISION_DIGITS:
+        raise OverflowError(f"precision above {limits.MAX_PRECISION_DIGITS} digits is refused")
+
+
+def _check_power(base: Any, exponent: Any) -> None:
+    if type(base) in (int, bool) and type(exponent) in (int, bool) and exponent > 0 and abs(base) > 1:
+        if exponent * math.log10(abs(base)) > limits.MAX_COMPUTED_DIGITS:
+            raise OverflowError(f"a result above {limits.MAX_COMPUTED_DIGITS} digits is refused")
+
+
 @attrs.define
 class MathAPI:
     """Stateless: the reference never loads a scenario into it and compares no state."""
@@ -126,6 +143,7 @@ class MathAPI:
             result: The logarithm (an mpmath number), or error: the exception text.
         """
         try:
+            _check_precision(precision)
             # Global on purpose: see the module docstring.
             mpmath.mp.dps = precision
             return _result(mpmath.log(value) / mpmath.log(base))
@@ -271,6 +289,7 @@ class MathAPI:
         Returns:
             result: base ** exponent (complex for a negative base and fractional exponent).
         """
+        _check_power(base, exponent)
         try:
             raised = base**exponent
         except TypeError:
@@ -295,6 +314,7 @@ class MathAPI:
             # thread's context (see the module docstring). An out-of-range
             # precision raises ValueError (not handled, as in the reference).
             context = decimal.Context()
+            _check_precision(precision)
             context.prec = precision
             return _result(decimal.Decimal(number).sqrt(context))
         except (TypeError, decimal.InvalidOperation):
@@ -327,6 +347,9 @@ class MathAPI:
         Returns:
             result: The rounded number.
         """
+        if type(decimal_places) is int and decimal_places < -limits.MAX_COMPUTED_DIGITS:
+            # round(int, -n) computes 10**n: the reference never returns.
+            raise OverflowError(f"decimal_places below -{limits.MAX_COMPUTED_DIGITS} is refused")
         try:
             rounded = round(number, decimal_places)
         except TypeError:

@@ -19,3 +19,7 @@ MAX_LITERAL_ELEMENTS = 20_000
 MAX_STRING_LENGTH = 200_000
 #: Most digits in an integer literal (CPython's own limit for str -> int).
 MAX_INT_DIGITS = 4300
+#: Largest integer a backend computes (digits); beyond it the reference would not finish.
+MAX_COMPUTED_DIGITS = 100_000
+#: Highest working precision (digits) a backend accepts for mpmath or decimal arithmetic.
+MAX_PRECISION_DIGITS = 20_000

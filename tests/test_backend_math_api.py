@@ -13,6 +13,7 @@ from __future__ import annotations
 import decimal
 
 import mpmath
+import re
 import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -321,3 +322,18 @@ def test_long_context_needs_data():
     with pytest.raises(ValueError, match="long_context_data"):
         MathAPI.from_config({}, long_context=True)
     assert MathAPI.from_config({}, long_context=True, long_context_data=long_context_data()).public_state() == {}
+
+
+@pytest.mark.parametrize(
+    "call",
+    ["power(base=9, exponent=1000000000)", "logarithm(value=10, base=3, precision=1000000000)",
+     "square_root(number=2, precision=1000000000)", "round_number(number=5, decimal_places=-1000000000)"],
+    ids=["power", "logarithm-precision", "square-root-precision", "round-negative-places"],
+)
+def test_computations_the_reference_never_finishes_are_refused(call):
+    from interp import MethodTable, run_call
+
+    from backends.math_api import MathAPI
+
+    result = run_call(call, MethodTable([MathAPI.from_config({})]))
+    assert re.search(r"is refused", result), result
