@@ -4,7 +4,8 @@ A generated result tree mixes ordinary entries (ground truth replayed as an FC a
 a prompting model, some deliberately wrong) with hostile FC and prompting steps:
 code in function names and argument keys, Python builtins as tool names, private and
 dunder methods, ``9**9**9**9``, 200,000-deep nesting, 20 MB strings, 50,000 calls in
-one step, invalid JSON arguments, and result lines nested as deep as JSON allows.
+one step, invalid JSON arguments, tool calls whose honest computation never finishes
+(``power(base=9, exponent=999999999)``), and result lines nested as deep as JSON allows.
 Every payload tries to create a file in a canary folder.
 
 The command runs in a child process with an address-space limit (2 GB) and a
@@ -144,6 +145,15 @@ PROMPT_BIG: list[str] = [
 ]
 
 
+#: Tool calls whose honest computation never finishes (MathAPI): in front of every
+#: hostile-augmented entry (an error result where MathAPI is involved, NameError elsewhere).
+FC_COSTLY = [{"power": _args({"base": 9, "exponent": 999_999_999})},
+             {"logarithm": _args({"value": 2, "base": 10, "precision": 10**8})},
+             {"square_root": _args({"number": 2, "precision": 10**8})},
+             {"round_number": _args({"number": 1.5, "decimal_places": -10**8})}]
+PROMPT_COSTLY = ("[power(base=9, exponent=999999999), logarithm(value=2, base=10, precision=100000000), "
+                 "square_root(number=2, precision=100000000), round_number(number=1.5, decimal_places=-100000000)]")
+
 #: Leads every turn of the hostile-only entries: calls that decode, run, and are refused.
 FC_PROBE = [{"open": _args({"file": f"{C}/probe-fc", "mode": "w"})}, {"_load_scenario": _args({"scenario": {}})}]
 PROMPT_PROBE = f"[open(file='{C}/probe-p', mode='w'), _load_scenario(scenario={{'root': 1}})]"
@@ -164,11 +174,12 @@ def _write_tree(root: Path) -> dict[tuple[str, str], str | None]:
     data = dataset()
     expected: dict[tuple[str, str], str | None] = {}
     models = {
-        FC_MODEL: ("fc", FC_SMALL, FC_BIG, [FC_PROBE]),
-        PROMPT_MODEL: ("prompting", PROMPT_SMALL, PROMPT_BIG, [PROMPT_PROBE]),
-        MIXED_MODEL: ("mixed", FC_SMALL + PROMPT_SMALL, FC_BIG[-2:] + PROMPT_BIG[-3:], [FC_PROBE, PROMPT_PROBE]),
+        FC_MODEL: ("fc", FC_SMALL, FC_BIG, [FC_PROBE], [FC_COSTLY]),
+        PROMPT_MODEL: ("prompting", PROMPT_SMALL, PROMPT_BIG, [PROMPT_PROBE], [PROMPT_COSTLY]),
+        MIXED_MODEL: ("mixed", FC_SMALL + PROMPT_SMALL, FC_BIG[-2:] + PROMPT_BIG[-3:], [FC_PROBE, PROMPT_PROBE],
+                      [FC_COSTLY, PROMPT_COSTLY]),
     }
-    for model, (form, small, big, probes) in models.items():
+    for model, (form, small, big, probes, costly) in models.items():
         folder = root / model / "multi_turn"
         folder.mkdir(parents=True)
         for category in CATEGORIES:
@@ -191,7 +202,7 @@ def _write_tree(root: Path) -> dict[tuple[str, str], str | None]:
                     expected[key] = FORCE_TERMINATED
                 elif index < len(entries) - 2:  # hostile steps in front of the right calls
                     mine = payloads[hostile_slots.index(index)::len(hostile_slots)]
-                    result[0] = [*mine, *result[0]]
+                    result[0] = [*costly, *mine, *result[0]]
                     expected[key] = None
                 else:  # only hostile steps, in every turn
                     result = [[*probes, *small[(index + turn) % len(small) :][:3]] for turn in range(len(truth))]
@@ -315,3 +326,17 @@ def test_the_too_deep_line_is_reported(runs: dict, jobs: int) -> None:
     stderr = runs["outcomes"][jobs]["stderr"]
     assert stderr.count("not valid JSON (maximum recursion depth exceeded") == 3 * len(CATEGORIES)
     assert "could not score" not in stderr
+
+
+def test_security_md_lists_every_limit_with_its_value() -> None:
+    from checker import decode_cst
+    from interp import limits
+
+    text = (ROOT / "SECURITY.md").read_text(encoding="utf-8")
+    rows = {line.split("|")[1].strip(): line for line in text.splitlines() if line.startswith("| ")}
+    values = {name: getattr(limits, name) for name in dir(limits) if name.isupper()}
+    values["_MAX_ARITHMETIC_SIZE"] = decode_cst._MAX_ARITHMETIC_SIZE
+    for name, value in values.items():
+        row = next((line for key, line in rows.items() if f"`{name}`" in key or f"`{name}`" in line), None)
+        assert row is not None, f"SECURITY.md has no row for {name}"
+        assert f"{value:,}" in row, f"SECURITY.md gives {name} a value other than {value:,}"

@@ -138,3 +138,13 @@ def test_result_file_formats_decode_to_the_same_calls(class_name: str) -> None:
             assert run_step(decoded, MethodTable([fresh()])) == expected, (decoder, step)
 
     check()
+
+
+def test_the_readme_example_runs() -> None:
+    from tests.refenv import ROOT
+
+    section = (ROOT / "README.md").read_text(encoding="utf-8").split("## Fuzzing with the simulated APIs", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict[str, Any] = {}
+    exec(compile(code, "README.md", "exec"), namespace)  # test code running the documented example
+    settings(EXAMPLES, max_examples=10)(namespace["test_my_checker"])()
