@@ -91,6 +91,9 @@ def _call(node: cst.Call, ctx: _Context, depth: int) -> CallSpec:
     name = _identifier(node.func.value)
     if name.startswith("__"):
         _reject(ctx, node.func, f"dunder name {name!r} is not allowed")
+    # The callee keeps its written form: the reference's prefix regex never matches a
+    # non-ASCII name, so eval looks the NFKC form up as a bare name (MethodTable.lookup).
+    name = node.func.value
     args: list[Any] = []
     kwargs: list[tuple[str, Any]] = []
     seen: set[str] = set()
@@ -152,9 +155,9 @@ def _concatenated_string(node: cst.ConcatenatedString, ctx: _Context, depth: int
 
 
 def _name(node: cst.Name, ctx: _Context, depth: int) -> Any:
-    if node.value in _CONSTANTS:
-        return _CONSTANTS[node.value]
     name = _identifier(node.value)
+    if name in _CONSTANTS:  # 'Ｔｒｕｅ' is True too, after CPython's NFKC
+        return _CONSTANTS[name]
     if name.startswith("__"):
         _reject(ctx, node, f"dunder name {name!r} is not allowed")
     return NameRef(name)

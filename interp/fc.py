@@ -91,6 +91,8 @@ def reference_text(name: str, arguments: Mapping[str, Any]) -> str:
 def fc_call(name: str, arguments: Mapping[str, Any]) -> CallSpec | str | RejectedInput:
     """One FC call. Returns a spec, or the reference's text when that text is not a
     plain call (the executor parses it safely), or a rejection past a limit."""
+    if not isinstance(arguments, Mapping):
+        return RejectedInput(f"arguments must be an object, not {type(arguments).__name__}")
     if not (_plain_identifier(name) and all(_plain_identifier(k) for k in arguments)):
         try:
             return reference_text(name, arguments)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import lru_cache
 from types import MappingProxyType
 from typing import Any, Callable, Mapping, Sequence
@@ -81,6 +82,10 @@ class MethodTable:
         try:
             instance, function = self._methods[name]
         except KeyError:
+            if not name.isascii():
+                # Never a tool (the reference's prefix regex skips non-ASCII names): eval
+                # looks up CPython's NFKC form of the name, which is not defined.
+                name = unicodedata.normalize("NFKC", name)
             if name in _CONSTANTS:
                 return _not_callable(_CONSTANTS[name])
             raise NameError(f"name '{name}' is not defined") from None
