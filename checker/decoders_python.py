@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import ast
 import operator
 from typing import Any
 
@@ -26,11 +27,17 @@ from interp.text import bracket_depth
 _UNARY = {cst.Minus: operator.neg, cst.Plus: operator.pos, cst.BitInvert: operator.invert, cst.Not: operator.not_}
 
 
-def _guard(text: str) -> None:
-    if len(text) > limits.MAX_SOURCE_LENGTH:
-        raise DecodeError("step text too long")
+def _guard(text: str, mode: str) -> None:
+    """Limits first (libcst is slow on long texts and recurses per level), then the
+    reference's own syntax check: ``ast.parse`` only builds a tree, nothing runs."""
+    if len(text) > limits.MAX_LIBCST_SOURCE_LENGTH:
+        raise DecodeError("step text too long to parse")
     if bracket_depth(text) > limits.MAX_NESTING_DEPTH:
         raise DecodeError("step text nested too deeply")
+    try:
+        ast.parse(text, mode=mode)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        raise DecodeError(f"not Python syntax: {exc}") from None
 
 
 def _elements(node: cst.List | cst.Tuple | cst.Set) -> list:
@@ -72,7 +79,7 @@ def _literal(node: cst.CSTNode) -> Any:
 def literal_value(text: str) -> Any:
     """The value ``eval(text)`` has when ``text`` is a literal (see the module docstring)."""
     source = text.lstrip(" \t")  # eval strips leading spaces and tabs
-    _guard(source)
+    _guard(source, "eval")
     try:
         node = cst.parse_expression(source)
     except (cst.ParserSyntaxError, RecursionError) as exc:
@@ -91,7 +98,7 @@ def statement_calls(text: str) -> list[tuple[str, dict]]:
     """``[(name, arguments)]`` for module text whose every statement's value is a call
     (keyword arguments resolved like the prompting decoder); ``[]`` on any failure."""
     try:
-        _guard(text)
+        _guard(text, "exec")
         module = cst.parse_module(text)
         calls = []
         for statement in module.body:
