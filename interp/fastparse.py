@@ -218,8 +218,10 @@ class _Parser:
         while True:
             self.expect(":")
             pairs.append((key, self.value(depth + 1)))
-            if self.peek()[1] == ",":
-                self.index += 1
+            if self.peek()[1] != ",":
+                self.expect("}")  # two entries need a comma between them
+                break
+            self.index += 1
             if self.peek()[1] == "}":
                 self.index += 1
                 break

@@ -123,10 +123,11 @@ def test_fast_prompting_decoder_equals_libcst_half(text):
 @pytest.mark.parametrize(
     "text",
     ["f(x='a\\x4')", "f(x='a' 'b')", "f(x=1j)", "a.b()", "f(x=1_000)", "f(x=r'a')", "f(x=...)", "f(**k)",
-     "f(x=1, x=2)", "f(x=1, 2)", "__import__('os')", "f(class=1)", "\nf()", "f(x=0x10)", "f(x=007)"],
+     "f(x=1, x=2)", "f(x=1, 2)", "__import__('os')", "f(class=1)", "\nf()", "f(x=0x10)", "f(x=007)",
+     "f(x={'a': 1 'b': 2})"],
     ids=["escape", "concatenation", "imaginary", "attribute", "underscore-number", "prefix", "ellipsis",
          "double-star", "repeated-keyword", "positional-after-keyword", "dunder", "keyword-name",
-         "leading-newline", "hex", "leading-zeros"],
+         "leading-newline", "hex", "leading-zeros", "dict-missing-comma"],
 )
 def test_fast_path_leaves_these_to_libcst(text):
     assert parse_tree(text) is None

@@ -669,7 +669,6 @@ def test_examples(decoder, step, expected):
     check_step(decoder, step)
 
 
-@pytest.mark.xfail(strict=True, reason="interp.fastparse accepts a dict display without commas (reported)")
 @pytest.mark.parametrize("decoder", sorted(PROMPTING_FAMILY))
 def test_prompting_fast_path_dict_without_comma(decoder):
     step = "<TOOLCALL>[cd(a={'x': 1 'y': 2})]</TOOLCALL>" if decoder == "nemotron" else "[cd(a={'x': 1 'y': 2})]"
