@@ -24,11 +24,13 @@ _EMPTY_MODULE = cst.Module(body=[])
 
 
 class _Context:
-    __slots__ = ("source", "elements")
+    __slots__ = ("source", "elements", "root", "offset")
 
     def __init__(self, source: str):
         self.source = source
         self.elements = 0
+        self.root: cst.BaseExpression | None = None  # the parsed expression
+        self.offset = 0  # where it starts in ``source`` (eval strips leading blanks)
 
     def count(self, n: int, node: cst.CSTNode) -> None:
         self.elements += n
@@ -63,12 +65,24 @@ _DESCRIPTIONS = {
 
 
 def _reject(ctx: _Context, node: cst.CSTNode | None, reason: str) -> None:
-    position = None
-    if node is not None:
-        snippet = _EMPTY_MODULE.code_for_node(node).strip()
-        found = ctx.source.find(snippet) if snippet else -1
-        position = found if found >= 0 else None
-    raise RejectedInput(reason, ctx.source, position)
+    raise RejectedInput(reason, ctx.source, None if node is None else _position(ctx, node))
+
+
+def _position(ctx: _Context, node: cst.CSTNode) -> int | None:
+    """Offset of ``node`` in the source (error path only: position metadata is computed
+    on the tree already parsed, so an identical snippet elsewhere cannot be mistaken)."""
+    if ctx.root is not None:
+        from libcst.metadata import MetadataWrapper, PositionProvider
+
+        module = cst.Module(body=[cst.SimpleStatementLine(body=[cst.Expr(value=ctx.root)])])
+        positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+        if node in positions:
+            start = positions[node].start
+            lines = ctx.source[ctx.offset :].split("\n")
+            return ctx.offset + sum(len(line) + 1 for line in lines[: start.line - 1]) + start.column
+    snippet = _EMPTY_MODULE.code_for_node(node).strip()
+    found = ctx.source.find(snippet) if snippet else -1
+    return found if found >= 0 else None
 
 
 def _identifier(name: str) -> str:
@@ -253,6 +267,7 @@ def parse_with_libcst(text: str) -> CallSpec:
         raise RejectedInput("invalid syntax", text, min(position, len(text))) from None
     except RecursionError:
         raise RejectedInput(f"nesting deeper than {limits.MAX_NESTING_DEPTH}") from None
+    ctx.root, ctx.offset = node, offset
     if not isinstance(node, cst.Call):
         _reject(ctx, node, f"expected a function call, got {_describe(node)}")
     return _call(node, ctx, 0)

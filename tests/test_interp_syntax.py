@@ -237,10 +237,9 @@ def test_rejection_position(text: str, pattern: str, where: str) -> None:
     assert caret[-1] == " " * (column - 1) + "^"
 
 
-@pytest.mark.xfail(strict=True, reason="bug: cst_front._reject locates the node with str.find, so an "
-                   "identical snippet earlier in the text (here inside a string) gets the position")
 def test_rejection_position_when_snippet_also_occurs_earlier() -> None:
-    with pytest.raises(RejectedInput, match=r"attribute access at 1:14$"):
+    # The same snippet inside the string literal must not be taken for the offending node.
+    with pytest.raises(RejectedInput, match=r"attribute access is not allowed at 1:15$"):
         parse_call("ls(a='x.y', b=x.y)")
 
 
