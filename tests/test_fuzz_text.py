@@ -13,13 +13,14 @@ The ``ci`` profile (default) keeps this quick; ``BFCL_SAFE_HYPOTHESIS_PROFILE=fu
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from checker.decoders import DecodeError, decode_step
-from interp import CallSpec, MethodTable, RejectedInput, parse_call, run_call, tool
+from checker.decoders import DECODERS, DecodeError, decode_step
+from interp import CallSpec, MethodTable, RejectedInput, fc_call, parse_call, run_call, tool
 
 #: Per-example deadline: parsing one short text must never take this long.
 DEADLINE = settings(deadline=2000, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -233,3 +234,38 @@ def test_decoded_prompting_calls_run_to_strings(step: str) -> None:
     table = MethodTable([Desk()])
     for call in decoded:
         assert type(run_call(call, table)) is str
+
+
+# ----------------------------------------------------------------------------- JSON-shaped steps
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20,
+)
+fc_names = st.sampled_from(NAMES + ("x y", "ls(a=1) or ls", "a=1)#", "")) | st.text(max_size=12)
+fc_arguments = st.dictionaries(st.sampled_from(KEYS) | st.text(max_size=10), json_values, max_size=3)
+fc_steps = st.lists(
+    st.dictionaries(fc_names, st.one_of(fc_arguments, fc_arguments.map(json.dumps), st.text(max_size=20), json_values),
+                    max_size=3),
+    max_size=3,
+)
+
+
+@DEADLINE
+@given(st.sampled_from(sorted(DECODERS)), st.one_of(json_values, fc_steps, step_texts))
+def test_every_decoder_returns_calls_or_fails_cleanly(decoder: str, step: Any) -> None:
+    try:
+        result = decode_step(step, decoder)
+    except DecodeError:
+        return
+    assert isinstance(result, list)
+
+
+@DEADLINE
+@given(fc_names, fc_arguments)
+def test_fc_calls_run_to_strings(name: str, arguments: dict) -> None:
+    table = MethodTable([Desk()], ["model_multi_turn_base_0_Desk_instance"])
+    call = fc_call(name, arguments)
+    assert isinstance(call, (CallSpec, str, RejectedInput))
+    assert type(run_call(call, table)) is str
