@@ -20,6 +20,7 @@ from typing import Any, Dict, List, Mapping, Optional, Union
 
 import attrs
 
+from interp import limits
 from interp.tools import tool
 
 #: Characters a new file or directory name may not contain.
@@ -593,8 +594,10 @@ class GorillaFileSystem:
             # _add_directory with their ValueError.
             if f"{destination}/{source}" in target.contents:
                 return {"error": f"cp: cannot copy '{source}' to '{destination}/{source}': File exists"}
+            _check_tree_size(self.root, item)
             _place_copy(target, source, item, share=False)
             return {"result": f"'{source}' copied to '{destination}/{source}'"}
+        _check_tree_size(self.root, item)
         _place_copy(here, destination, item, share=False)
         return {"result": f"'{source}' copied to '{destination}'"}
 
@@ -613,6 +616,31 @@ def _place_copy(target: Directory, name: Any, item: Union[File, Directory], shar
     else:
         target._add_directory(name)
         target.contents[name].contents = item.contents if share else item.contents.copy()
+
+
+def _expanded_size(node: Union[File, Directory], memo: dict[int, int], active: set[int]) -> int:
+    """Entries under ``node`` with shared subtrees counted each time they appear
+    (memoised, so linear in distinct nodes; a cycle is not followed)."""
+    key = id(node)
+    if key in memo:
+        return memo[key]
+    if not isinstance(node, Directory) or key in active:
+        return 1
+    active.add(key)
+    total = 1 + sum(_expanded_size(child, memo, active) for child in node.contents.values())
+    active.discard(key)
+    memo[key] = total
+    return total
+
+
+def _check_tree_size(root: Directory, item: Union[File, Directory]) -> None:
+    """Refuse a copy that would make the tree (as compared and printed) too large.
+    Not in the reference, which would hang: no official verdict can depend on it."""
+    if not isinstance(item, Directory):
+        return
+    memo: dict[int, int] = {}
+    if _expanded_size(root, memo, set()) + _expanded_size(item, memo, set()) > limits.MAX_TREE_ENTRIES:
+        raise MemoryError(f"cp: refused: the file system would hold more than {limits.MAX_TREE_ENTRIES} entries")
 
 
 @attrs.frozen

@@ -23,3 +23,7 @@ MAX_INT_DIGITS = 4300
 MAX_COMPUTED_DIGITS = 100_000
 #: Highest working precision (digits) a backend accepts for mpmath or decimal arithmetic.
 MAX_PRECISION_DIGITS = 20_000
+#: Most entries a simulated file tree may hold, counted with shared subtrees expanded
+#: (``cp`` shares children, so repeated copies double the tree that is compared and
+#: printed; the reference would take hours and gigabytes past this).
+MAX_TREE_ENTRIES = 100_000

@@ -333,3 +333,24 @@ def test_items_unhashable_like_reference():
         hash(File("a"))
     with pytest.raises(TypeError):
         hash(Directory("a"))
+
+
+def test_doubling_copies_are_refused_before_the_tree_explodes():
+    """cp shares children, so copy-and-move doubles the tree each round: 40 rounds would
+    hold 2**40 entries once expanded (compared and printed), where the reference hangs."""
+    import time
+
+    from interp import MethodTable, run_call
+
+    fs = make_ours("GorillaFileSystem", {"root": {"w": {"type": "directory", "contents": {
+        "d": {"type": "directory", "contents": {"f.txt": {"type": "file", "content": "x"}}}}}}})
+    table = MethodTable([fs])
+    started = time.monotonic()
+    results = []
+    for i in range(40):
+        results.append(run_call(f"cp(source='d', destination='e{i}')", table))
+        run_call(f"mv(source='e{i}', destination='d')", table)
+    assert any("refused: the file system would hold more than" in r for r in results)
+    assert results[0] == "{\"result\": \"'d' copied to 'e0'\"}"
+    assert len(repr(fs.public_state()["root"])) < 50_000_000
+    assert time.monotonic() - started < 30
