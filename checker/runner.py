@@ -71,8 +71,11 @@ def find_result_files(result_dir: Path) -> list[ResultFile]:
     return found
 
 
-def read_result_lines(path: Path, category: str) -> tuple[list[dict], list[str]]:
-    """Entries of a result file (streamed line by line) and the problems found."""
+def read_result_lines(
+    path: Path, category: str, raw: dict[str, str] | None = None
+) -> tuple[list[dict], list[str]]:
+    """Entries of a result file (streamed line by line) and the problems found.
+    With ``raw``, each kept entry's line text is also stored there by id."""
     entries: list[dict] = []
     problems: list[str] = []
     seen: set[str] = set()
@@ -99,6 +102,8 @@ def read_result_lines(path: Path, category: str) -> tuple[list[dict], list[str]]
                 continue
             seen.add(entry_id)
             entries.append(item)
+            if raw is not None:
+                raw[entry_id] = line
     # Numeric order without int(): an id may carry more digits than int() accepts.
     entries.sort(key=lambda item: (len(number := item["id"].rsplit("_", 1)[1]), number))
     return entries, problems
@@ -198,10 +203,12 @@ def _failure_record(entry_id: str, model: str, category: str, message: str) -> d
             "first_failing_turn": 0, "turns_passed": 0}
 
 
-def _score_chunk(args: tuple[list[dict], str, str, Options]) -> list[Outcome]:
-    items, model, category, options = args
+def _score_chunk(args: tuple[list[str], str, str, Options]) -> list[Outcome]:
+    """Score entries given as their result-file line texts: text crosses the process
+    boundary much faster than the parsed objects (model logs are large)."""
+    lines, model, category, options = args
     assert _WORKER_DATASET is not None
-    return [_outcome(_WORKER_DATASET, item, model, category, options) for item in items]
+    return [_outcome(_WORKER_DATASET, json.loads(line), model, category, options) for line in lines]
 
 
 # ------------------------------------------------------------------ driver side
@@ -261,7 +268,7 @@ def _chunks(items: list[dict], size: int) -> Iterator[list[dict]]:
         yield items[start : start + size]
 
 
-def _outcomes(kept, result_file, dataset, options, pool, progress) -> Iterator[Outcome]:
+def _outcomes(kept, raw, result_file, dataset, options, pool, progress) -> Iterator[Outcome]:
     if pool is None:
         for item in kept:
             yield _outcome(dataset, item, result_file.model, result_file.category, options)
@@ -270,7 +277,10 @@ def _outcomes(kept, result_file, dataset, options, pool, progress) -> Iterator[O
         return
     size = max(1, min(25, len(kept) // (options.jobs * 4) or 1))
     model, category = result_file.model, result_file.category
-    futures = [(chunk, pool.submit(_score_chunk, (chunk, model, category, options))) for chunk in _chunks(kept, size)]
+    futures = [
+        (chunk, pool.submit(_score_chunk, ([raw[item["id"]] for item in chunk], model, category, options)))
+        for chunk in _chunks(kept, size)
+    ]
     for items, future in futures:
         try:
             chunk = future.result()
@@ -284,7 +294,8 @@ def _outcomes(kept, result_file, dataset, options, pool, progress) -> Iterator[O
 
 def _score_file(result_file, score_dir, dataset, options, pool, progress, report) -> FileScore:
     score = FileScore(result_file.model, result_file.category)
-    items, problems = read_result_lines(result_file.path, result_file.category)
+    raw: dict[str, str] | None = {} if pool is not None else None
+    items, problems = read_result_lines(result_file.path, result_file.category, raw)
     order = dataset.ids(result_file.category)
     known = set(order)
     kept = []
@@ -322,7 +333,7 @@ def _score_file(result_file, score_dir, dataset, options, pool, progress, report
             next_missing = next(missing_ids, None)
 
     try:
-        for outcome in _outcomes(kept, result_file, dataset, options, pool, progress):
+        for outcome in _outcomes(kept, raw, result_file, dataset, options, pool, progress):
             flush_missing(index[outcome.id])
             if outcome.valid:
                 score.correct += 1
