@@ -95,9 +95,17 @@ def _is_plain_number(value: Any) -> bool:
 # there is no official verdict they could change; the limits are in interp.limits.
 
 
-def _check_precision(precision: Any) -> None:
+def _costly(x: Any) -> bool:
+    """A number whose logarithm or root mpmath/decimal would really compute (special
+    values such as 0, 1, inf and nan come back at once, at any precision)."""
+    return type(x) in (int, float, complex) and x == x and x not in (0, 1) and abs(x) != math.inf
+
+
+def _check_precision(precision: Any, *operands: Any, ceiling: float = math.inf) -> None:
+    """Refuse a costly computation above the precision limit (up to ``ceiling``, above
+    which the library itself refuses at once)."""
     finite = type(precision) is int or (type(precision) is float and math.isfinite(precision))
-    if finite and precision > limits.MAX_PRECISION_DIGITS:
+    if finite and limits.MAX_PRECISION_DIGITS < precision <= ceiling and any(map(_costly, operands)):
         raise OverflowError(f"precision above {limits.MAX_PRECISION_DIGITS} digits is refused")
 
 
@@ -143,7 +151,7 @@ class MathAPI:
             result: The logarithm (an mpmath number), or error: the exception text.
         """
         try:
-            _check_precision(precision)
+            _check_precision(precision, value, base)
             # Global on purpose: see the module docstring.
             mpmath.mp.dps = precision
             return _result(mpmath.log(value) / mpmath.log(base))
@@ -314,7 +322,7 @@ class MathAPI:
             # thread's context (see the module docstring). An out-of-range
             # precision raises ValueError (not handled, as in the reference).
             context = decimal.Context()
-            _check_precision(precision)
+            _check_precision(precision, number, ceiling=decimal.MAX_PREC)
             context.prec = precision
             return _result(decimal.Decimal(number).sqrt(context))
         except (TypeError, decimal.InvalidOperation):

@@ -33,6 +33,8 @@ def _print_table(scores: list[FileScore]) -> None:
     for score in scores:
         kinds = Counter(f["error"]["error_type"].split(":", 1)[-1] for f in score.failures)
         detail = ", ".join(f"{k} {n}" for k, n in kinds.most_common())
+        if score.total == 0:
+            detail = "not scored: " + (score.problems[0] if score.problems else "no entries")
         click.echo(
             f"{score.model:<32} {score.category:<26} {score.accuracy:>8.2%} "
             f"{score.correct:>4}/{score.total:<4}  {detail}"
@@ -52,7 +54,7 @@ def _run(result_dir: Path, score_dir: Path, data: str | None, options: Options, 
         problems.append(message)
         click.echo(f"warning: {message}", err=True)
 
-    total = sum(1 for f in files for line in open(f.path, "rb") if line.strip())
+    total = sum(_count_lines(f.path) for f in files)
     started = time.perf_counter()
     show = sys.stderr.isatty()
     with click.progressbar(length=total, label="Scoring", file=sys.stderr, show_pos=True) if show else _NoBar() as bar:
@@ -63,6 +65,16 @@ def _run(result_dir: Path, score_dir: Path, data: str | None, options: Options, 
     entries = sum(s.total for s in scores)
     click.echo(f"\nScored {entries} entries in {elapsed:.1f}s. Score files and data_multi_turn.csv are in {score_dir}")
     return scores
+
+
+def _count_lines(path: Path) -> int:
+    """Non-empty lines of a result file (for the progress bar); 0 if it cannot be read,
+    which the scorer then reports for that file alone."""
+    try:
+        with open(path, "rb") as handle:
+            return sum(1 for line in handle if line.strip())
+    except OSError:
+        return 0
 
 
 class _NoBar:

@@ -66,7 +66,7 @@ def find_result_files(result_dir: Path) -> list[ResultFile]:
     for subdir in sorted(p for p in result_dir.iterdir() if p.is_dir()):
         for path in sorted(subdir.rglob(f"{VERSION_PREFIX}_*_result.json")):
             match = _RESULT_FILE.match(path.name)
-            if match and match.group(1) in MULTI_TURN_CATEGORIES and path.is_file():
+            if match and match.group(1) in MULTI_TURN_CATEGORIES and not path.is_dir():
                 found.append(ResultFile(subdir.name, match.group(1), path))
     return found
 
@@ -295,7 +295,13 @@ def _outcomes(kept, raw, result_file, dataset, options, pool, progress) -> Itera
 def _score_file(result_file, score_dir, dataset, options, pool, progress, report) -> FileScore:
     score = FileScore(result_file.model, result_file.category)
     raw: dict[str, str] | None = {} if pool is not None else None
-    items, problems = read_result_lines(result_file.path, result_file.category, raw)
+    try:
+        items, problems = read_result_lines(result_file.path, result_file.category, raw)
+    except OSError as exc:  # one unreadable file must not stop the others
+        message = f"{result_file.path}: cannot be read ({exc.strerror or exc}); file skipped"
+        report(message)
+        score.problems = [message]
+        return score
     order = dataset.ids(result_file.category)
     known = set(order)
     kept = []

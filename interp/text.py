@@ -27,7 +27,7 @@ from interp.fastparse import parse_tree
 #: An identifier followed by ``(``: what the reference's instance-name rewrite touches.
 REWRITE_PATTERN = re.compile(r"\b([a-zA-Z_]\w*)\s*(?=\()")
 #: Texts up to this length are cached (ground truth repeats across every model scored).
-CACHED_TEXT_LENGTH = 8192
+CACHED_TEXT_LENGTH = 4096
 
 
 def _is_deferred(value: Any) -> bool:
@@ -181,7 +181,7 @@ def _from_tree(node: tuple) -> Any:
     return container(items)
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=8192)
 def _parse_cached(text: str) -> CallSpec | tuple:
     try:
         return _parse(text)

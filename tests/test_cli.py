@@ -154,3 +154,19 @@ def test_data_fetch_from_a_local_wheel(runner, tmp_path, monkeypatch):
     assert (tmp_path / "cache" / wheel().name).is_file()
     out = runner.invoke(main, ["data", "info"])
     assert out.exit_code == 0 and "multi_turn_base: 200 entries" in out.output
+
+
+@needs_real
+def test_an_unreadable_result_file_is_reported_and_the_others_are_scored(runner, tmp_path):
+    result_dir = _subset(tmp_path, lines=4)
+    broken = result_dir / MODEL / "multi_turn" / "BFCL_v4_multi_turn_long_context_result.json"
+    broken.symlink_to(tmp_path / "does-not-exist.json")  # found by the walk, cannot be opened
+    score_dir = tmp_path / "score"
+    out = runner.invoke(main, ["evaluate", "--result-dir", str(result_dir), "--score-dir", str(score_dir),
+                               "--data", str(wheel()), "--partial"])
+    assert out.exit_code == 0, out.output
+    stderr = out.stderr if hasattr(out, "stderr") else out.output
+    assert "BFCL_v4_multi_turn_long_context_result.json: cannot be read" in stderr
+    summary, _ = _ours(score_dir, "multi_turn_base")
+    assert summary["total_count"] == 4
+    assert not (score_dir / MODEL / "multi_turn" / "BFCL_v4_multi_turn_long_context_score.json").exists()
