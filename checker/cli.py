@@ -150,7 +150,7 @@ def demo(score_dir: Path, data: str | None, entries: int, jobs: int) -> None:
         result_dir = score_dir / "result"
         write_demo_results(dataset, result_dir, entries)
         click.echo(f"Demo results written to {result_dir}", err=True)
-        _run(result_dir, score_dir / "score", data, Options(jobs=jobs, partial=True), dataset)
+        _run(result_dir, score_dir / "score", data, Options(jobs=jobs, partial=True, decoder="auto"), dataset)
     except (DatasetError, OSError) as exc:
         raise click.ClickException(str(exc)) from None
 
