@@ -244,13 +244,17 @@ def score_tree(
         pool = ProcessPoolExecutor(max_workers=options.jobs, initializer=_init_worker, initargs=(data_path,))
     try:
         decoders: dict[str, str] = {}
+        pending: list[Callable[[], FileScore]] = []
         for result_file in files:
             file_options = options
             if options.decoder is None:
                 if result_file.model not in decoders:
                     decoders[result_file.model] = decoder_for_model(result_file.model, dataset, report)
                 file_options = attrs.evolve(options, decoder=decoders[result_file.model])
-            scores.append(_score_file(result_file, score_dir, dataset, file_options, pool, progress, report))
+            pending.append(_prepare_file(result_file, score_dir, dataset, file_options, pool, progress, report))
+            if pool is None or len(pending) > 1:  # with a pool, one file is always in flight ahead
+                scores.append(pending.pop(0)())
+        scores.extend(finish() for finish in pending)
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)
@@ -268,19 +272,24 @@ def _chunks(items: list[dict], size: int) -> Iterator[list[dict]]:
         yield items[start : start + size]
 
 
-def _outcomes(kept, raw, result_file, dataset, options, pool, progress) -> Iterator[Outcome]:
-    if pool is None:
-        for item in kept:
-            yield _outcome(dataset, item, result_file.model, result_file.category, options)
-            if progress:
-                progress(1)
-        return
+def _submit(kept, raw, result_file, options, pool) -> list:
+    """Send a file's entries to the pool at once (as line text), in chunks."""
     size = max(1, min(25, len(kept) // (options.jobs * 4) or 1))
     model, category = result_file.model, result_file.category
-    futures = [
+    return [
         (chunk, pool.submit(_score_chunk, ([raw[item["id"]] for item in chunk], model, category, options)))
         for chunk in _chunks(kept, size)
     ]
+
+
+def _outcomes(kept, futures, result_file, dataset, options, progress) -> Iterator[Outcome]:
+    model, category = result_file.model, result_file.category
+    if futures is None:
+        for item in kept:
+            yield _outcome(dataset, item, model, category, options)
+            if progress:
+                progress(1)
+        return
     for items, future in futures:
         try:
             chunk = future.result()
@@ -293,6 +302,13 @@ def _outcomes(kept, raw, result_file, dataset, options, pool, progress) -> Itera
 
 
 def _score_file(result_file, score_dir, dataset, options, pool, progress, report) -> FileScore:
+    return _prepare_file(result_file, score_dir, dataset, options, pool, progress, report)()
+
+
+def _prepare_file(result_file, score_dir, dataset, options, pool, progress, report) -> Callable[[], FileScore]:
+    """Read and check a file and, with a pool, hand its entries to the workers now;
+    the returned function collects the verdicts and writes the score file. (The runner
+    prepares the next file before finishing this one, so workers never wait for it.)"""
     score = FileScore(result_file.model, result_file.category)
     raw: dict[str, str] | None = {} if pool is not None else None
     try:
@@ -301,7 +317,7 @@ def _score_file(result_file, score_dir, dataset, options, pool, progress, report
         message = f"{result_file.path}: cannot be read ({exc.strerror or exc}); file skipped"
         report(message)
         score.problems = [message]
-        return score
+        return lambda: score
     order = dataset.ids(result_file.category)
     known = set(order)
     kept = []
@@ -322,7 +338,14 @@ def _score_file(result_file, score_dir, dataset, options, pool, progress, report
         report(problem)
     score.problems = problems
     if not kept and not missing:
-        return score
+        return lambda: score
+    futures = _submit(kept, raw, result_file, options, pool) if pool is not None else None
+    return lambda: _finish_file(score, result_file, score_dir, dataset, options, kept, futures, order,
+                                missing, progress, report)
+
+
+def _finish_file(score, result_file, score_dir, dataset, options, kept, futures, order, missing, progress,
+                 report) -> FileScore:
     # Failed entries go to disk as they come, in id order (missing ones in their place).
     writer = ScoreFileWriter(score_dir, result_file.model, result_file.category)
     missing_ids = iter(missing)
@@ -339,7 +362,7 @@ def _score_file(result_file, score_dir, dataset, options, pool, progress, report
             next_missing = next(missing_ids, None)
 
     try:
-        for outcome in _outcomes(kept, raw, result_file, dataset, options, pool, progress):
+        for outcome in _outcomes(kept, futures, result_file, dataset, options, progress):
             flush_missing(index[outcome.id])
             if outcome.valid:
                 score.correct += 1
