@@ -152,3 +152,40 @@ def assert_same_tool_set(class_name: str) -> None:
     path = reference_package_dir() / "data" / "multi_turn_func_doc" / doc_files[class_name]
     documented = {json.loads(line)["name"] for line in path.read_text().splitlines() if line.strip()}
     assert documented <= ours, f"{class_name}: documented but missing: {documented - ours}"
+
+
+def _call_args_strategy():
+    from hypothesis import strategies as st
+
+    @st.composite
+    def call_args(draw, params, unknown_names=("x",)):
+        """``(args, kwargs)`` for parameters ``[(name, strategy, required)]``: optional ones may be
+        left out, a prefix may go positionally; rarely the call is broken (a missing argument, an
+        unknown one drawn from ``unknown_names``, too many positionals, a value given twice)."""
+        chosen = {}
+        for name, strategy, required in params:
+            if required or draw(st.booleans()):
+                chosen[name] = draw(strategy)
+        names = [name for name, _, _ in params]
+        n_positional = 0
+        while n_positional < len(names) and names[n_positional] in chosen and draw(st.booleans()):
+            n_positional += 1
+        args = [chosen.pop(name) for name in names[:n_positional]]
+        kwargs = chosen
+        breakage = draw(st.integers(0, 19))
+        if breakage == 0 and kwargs:
+            kwargs.pop(next(iter(kwargs)))
+        elif breakage == 1:
+            kwargs[draw(st.sampled_from(list(unknown_names)))] = 1
+        elif breakage == 2:
+            args.extend([0] * (len(names) - len(args) + 1))
+            kwargs = {}
+        elif breakage == 3 and args:
+            kwargs[names[0]] = args[0]
+        return tuple(args), kwargs
+
+    return call_args
+
+
+#: Hypothesis strategy shared by the backend state machines (see ``_call_args_strategy``).
+call_args = _call_args_strategy()

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from backends.math_api import MathAPI
+from tests.backend_harness import call_args as shared_call_args
 from tests.backend_harness import (
     assert_same_state,
     assert_same_tool_set,
@@ -99,32 +100,8 @@ def units(draw, known):
     return draw(st.one_of(st.sampled_from(known), st.sampled_from(known), st.sampled_from(["", "M", "inch"]), junk))
 
 
-@st.composite
-def call_args(draw, params):
-    """``(args, kwargs)`` for parameters ``[(name, strategy, required)]``: optional ones may be
-    left out, a prefix may go positionally; rarely the call is broken (a missing or
-    unknown argument, too many positionals, a value given twice)."""
-    chosen = {}
-    for name, strategy, required in params:
-        if required or draw(st.booleans()):
-            chosen[name] = draw(strategy)
-    names = [name for name, _, _ in params]
-    n_positional = 0
-    while n_positional < len(names) and names[n_positional] in chosen and draw(st.booleans()):
-        n_positional += 1
-    args = [chosen.pop(name) for name in names[:n_positional]]
-    kwargs = chosen
-    breakage = draw(st.integers(0, 19))
-    if breakage == 0 and kwargs:
-        kwargs.pop(next(iter(kwargs)))
-    elif breakage == 1:
-        kwargs[draw(st.sampled_from(["x", "num", "values", "prec"]))] = 1
-    elif breakage == 2:
-        args.extend([0] * (len(names) - len(args) + 1))
-        kwargs = {}
-    elif breakage == 3 and args:
-        kwargs[names[0]] = args[0]
-    return tuple(args), kwargs
+def call_args(params):
+    return shared_call_args(params, ("x", "num", "values", "prec"))
 
 
 #: tool name -> its parameters ``[(name, strategy, required)]``

@@ -11,6 +11,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from backends.ticket_api import TicketAPI
 from interp.results import format_error, format_result
+from tests.backend_harness import call_args as shared_call_args
 from tests.backend_harness import (
     assert_same_state,
     assert_same_tool_set,
@@ -132,32 +133,8 @@ def updates(draw):
     return draw(st.dictionaries(keys, values, max_size=8))
 
 
-@st.composite
-def call_args(draw, params):
-    """``(args, kwargs)`` for parameters ``[(name, strategy, required)]``: optional ones may be
-    left out, a prefix may go positionally; rarely the call is broken (a missing or
-    unknown argument, too many positionals, a value given twice)."""
-    values = {}
-    for name, strategy, required in params:
-        if required or draw(st.booleans()):
-            values[name] = draw(strategy)
-    names = [name for name, _, _ in params]
-    n_positional = 0
-    while n_positional < len(names) and names[n_positional] in values and draw(st.booleans()):
-        n_positional += 1
-    args = [values.pop(name) for name in names[:n_positional]]
-    kwargs = values
-    breakage = draw(st.integers(0, 19))
-    if breakage == 0 and kwargs:
-        kwargs.pop(next(iter(kwargs)))
-    elif breakage == 1:
-        kwargs[draw(st.sampled_from(["x", "ticket", "id", "user"]))] = 1
-    elif breakage == 2:
-        args.extend([0] * (len(names) - len(args) + 1))
-        kwargs = {}
-    elif breakage == 3 and args:
-        kwargs[names[0]] = args[0]
-    return tuple(args), kwargs
+def call_args(params):
+    return shared_call_args(params, ("x", "ticket", "id", "user"))
 
 
 # -- the stateful differential test ------------------------------------------------------
