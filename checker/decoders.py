@@ -223,26 +223,25 @@ def _looks_like_json_call(step: str) -> bool:
     return stripped.startswith("{") or (stripped.startswith("[") and stripped[1:].lstrip().startswith("{"))
 
 
-def decode_auto(step: Any) -> list[Call]:
+def _auto(step: Any, fc: Callable, json_: Callable, prompting: Callable) -> list:
+    """The ``auto`` choice, per step: FC lists as FC, JSON tool-call text as JSON (if it
+    decodes), anything else as Python call text."""
     if isinstance(step, (list, dict)):
-        return decode_fc(step)
+        return fc(step)
     if isinstance(step, str) and _looks_like_json_call(step):
         try:
-            return decode_json(step)
+            return json_(step)
         except DecodeError:
             pass
-    return decode_prompting(step)
+    return prompting(step)
+
+
+def decode_auto(step: Any) -> list[Call]:
+    return _auto(step, decode_fc, decode_json, decode_prompting)
 
 
 def display_auto(step: Any) -> list[str]:
-    if isinstance(step, (list, dict)):
-        return display_fc(step)
-    if isinstance(step, str) and _looks_like_json_call(step):
-        try:
-            return display_json(step)
-        except DecodeError:
-            pass
-    return display_prompting(step)
+    return _auto(step, display_fc, display_json, display_prompting)
 
 
 DECODERS: dict[str, tuple[Callable[[Any], list[Call]], Callable[[Any], list[str]]]] = {
