@@ -6,9 +6,12 @@ Without --result-dir it benchmarks two corpora: the real FC results in
 ../shared/real-results and the ground truth of all 800 entries replayed as a
 prompting model. Each round runs `bfcl-safe evaluate` and the reference
 (benchmarks/reference_score.py) as fresh processes, timing the whole process
-(start-up and data loading included). Prints entries/s and the ratio (medians of
-wall-clock time), and the same ratio for CPU time (user + system), which a busy
-machine disturbs less.
+(start-up and data loading included). Both write score files: the reference runs
+its scoring loop and its own score-file writer, as `bfcl evaluate` does. Prints
+entries/s and the ratio (medians of wall-clock time), the same ratio for CPU time
+(user + system), which a busy machine disturbs less, and the ratio against the
+reference's scoring loop alone (`reference_score.py --core`: no score files), a
+lower bound of the reference's time.
 """
 
 from __future__ import annotations
@@ -70,14 +73,17 @@ def bench(result_dir: Path, rounds: int, jobs: int, label: str) -> dict:
     reference = [sys.executable, str(ROOT / "benchmarks" / "reference_score.py"), str(result_dir)]
     with tempfile.TemporaryDirectory() as score_dir:  # warm-up: bytecode caches, disk caches
         time_process([*bfcl_safe, "--score-dir", score_dir], base_env)
-        time_process(reference, env)
-    ours, theirs = [], []
+        time_process([*reference, score_dir + "/reference"], env)
+    ours, theirs, core = [], [], []
     for _ in range(rounds):
         with tempfile.TemporaryDirectory() as score_dir:
             ours.append(time_process([*bfcl_safe, "--score-dir", score_dir], base_env))
-        theirs.append(time_process(reference, env))
+        with tempfile.TemporaryDirectory() as score_dir:
+            theirs.append(time_process([*reference, score_dir], env))
+        core.append(time_process([*reference, "--core"], env))
     ours_s = statistics.median(w for w, _ in ours)
     theirs_s = statistics.median(w for w, _ in theirs)
+    core_s = statistics.median(w for w, _ in core)
     ours_cpu = statistics.median(c for _, c in ours)
     theirs_cpu = statistics.median(c for _, c in theirs)
     row = {
@@ -88,6 +94,7 @@ def bench(result_dir: Path, rounds: int, jobs: int, label: str) -> dict:
         "speedup": round(theirs_s / ours_s, 2),
         "bfcl_safe_cpu_s": round(ours_cpu, 3), "reference_cpu_s": round(theirs_cpu, 3),
         "cpu_speedup": round(theirs_cpu / ours_cpu, 2),
+        "reference_core_s": round(core_s, 3), "speedup_vs_core": round(core_s / ours_s, 2),
     }
     print(json.dumps(row))
     return row
