@@ -14,7 +14,7 @@ import attrs
 
 from checker.dataset import Dataset
 from checker.model_decoders import decoder_for_model
-from checker.scores import ScoreFileWriter, dumps_line, write_leaderboard_csv
+from checker.scores import ScoreFileWriter, dumps_line, loads_result_line, write_leaderboard_csv
 from checker.verdict import INFERENCE_ERROR, evaluate_entry
 
 VERSION_PREFIX = "BFCL_v4"
@@ -85,7 +85,7 @@ def read_result_lines(
                 continue
             where = f"{path}:{number}"
             try:
-                item = json.loads(line)
+                item = loads_result_line(line)
             except (ValueError, RecursionError) as exc:
                 problems.append(f"{where}: not valid JSON ({str(exc)[:120]}); line skipped")
                 continue
@@ -208,7 +208,7 @@ def _score_chunk(args: tuple[list[str], str, str, Options]) -> list[Outcome]:
     boundary much faster than the parsed objects (model logs are large)."""
     lines, model, category, options = args
     assert _WORKER_DATASET is not None
-    return [_outcome(_WORKER_DATASET, json.loads(line), model, category, options) for line in lines]
+    return [_outcome(_WORKER_DATASET, loads_result_line(line), model, category, options) for line in lines]
 
 
 # ------------------------------------------------------------------ driver side

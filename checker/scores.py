@@ -27,6 +27,8 @@ CSV (``SCORE/data_multi_turn.csv``), as ``update_leaderboard_table_with_local_sc
 from __future__ import annotations
 
 import json
+import json.decoder
+import json.scanner
 import os
 import shutil
 import re
@@ -80,16 +82,118 @@ def json_safe(value: Any) -> Any:
     return str(value)
 
 
+class RawJSON:
+    """A JSON value kept as the (already validated) text it was read from.
+
+    A result line's ``inference_log`` is most of its bytes and is only ever copied into
+    the score file: it is checked to be valid JSON when the line is read, but neither
+    built as objects nor encoded again. The score file holds the same value as the
+    reference's (which decodes and re-encodes it); the text is the result file's.
+    """
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def value(self) -> Any:
+        return json.loads(self.text)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RawJSON) and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+    def __repr__(self) -> str:
+        return f"RawJSON({self.text[:40]!r}{'...' if len(self.text) > 40 else ''})"
+
+
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+_scan_value = json.scanner.make_scanner(json.JSONDecoder())
+#: Scans a value for validity only: objects are not built (keys and leaves still are).
+_check_value = json.scanner.make_scanner(json.JSONDecoder(object_pairs_hook=lambda pairs: None))
+#: Keys of a result line whose value is kept as :class:`RawJSON`.
+RAW_KEYS = frozenset({"inference_log"})
+
+
+def loads_result_line(line: str) -> Any:
+    """``json.loads(line)``, except that an object's ``inference_log`` comes back as
+    :class:`RawJSON`. Raises exactly what ``json.loads`` raises on the same text."""
+    try:
+        parsed = _loads_object(line)
+    except (ValueError, RecursionError, StopIteration, IndexError):
+        parsed = None
+    return json.loads(line) if parsed is None else parsed
+
+
+def _loads_object(line: str) -> dict | None:
+    """A top-level JSON object, key by key with the C scanner; None when the text is not
+    one (the caller then lets ``json.loads`` decide and word the error)."""
+    ws = _WHITESPACE.match
+    index = ws(line, 0).end()
+    if line[index] != "{":
+        return None
+    out: dict = {}
+    index = ws(line, index + 1).end()
+    if line[index] == "}":
+        index += 1
+    else:
+        while True:
+            if line[index] != '"':
+                return None
+            key, index = json.decoder.scanstring(line, index + 1)
+            index = ws(line, index).end()
+            if line[index] != ":":
+                return None
+            start = ws(line, index + 1).end()
+            if key in RAW_KEYS:
+                _, index = _check_value(line, start)
+                out[key] = RawJSON(line[start:index])
+            else:
+                out[key], index = _scan_value(line, start)
+            index = ws(line, index).end()
+            if line[index] == ",":
+                index = ws(line, index + 1).end()
+                continue
+            if line[index] != "}":
+                return None
+            index += 1
+            break
+    return out if ws(line, index).end() == len(line) else None
+
+
+_SPLICE = f"bfcl-safe raw JSON {os.urandom(16).hex()}"
+
+
 def dumps_line(entry: Any) -> str:
     """One score-file line, without the newline.
 
     Plain data is encoded in one pass; only an entry holding something JSON rejects
-    (backend objects in failure details) goes through :func:`json_safe` first.
+    (backend objects in failure details) goes through :func:`json_safe` first. A
+    top-level :class:`RawJSON` value is written as its text.
     """
+    raw = None
+    if type(entry) is dict:
+        for key, value in entry.items():
+            if type(value) is RawJSON:
+                if raw is not None:  # more than one: no splicing
+                    entry = {k: v.value() if type(v) is RawJSON else v for k, v in entry.items()}
+                    raw = None
+                    break
+                raw = value
+        if raw is not None:
+            entry = {k: _SPLICE if v is raw else v for k, v in entry.items()}
     try:
-        return json.dumps(entry, ensure_ascii=False)
+        text = json.dumps(entry, ensure_ascii=False)
     except (TypeError, ValueError):
-        return json.dumps(json_safe(entry), ensure_ascii=False)
+        text = json.dumps(json_safe(entry), ensure_ascii=False)
+    if raw is None:
+        return text
+    # The marker is random per process: no text from a result file can hold it.
+    marker = f'"{_SPLICE}"'
+    at = text.rindex(marker)
+    return f"{text[:at]}{raw.text}{text[at + len(marker):]}"
 
 
 def _write_text(path: Path, text: str) -> None:

@@ -1,0 +1,117 @@
+"""Result lines are read key by key, their ``inference_log`` kept as validated JSON text.
+
+``loads_result_line`` must accept and reject exactly what ``json.loads`` does, with the
+same error, and give the same values; ``dumps_line`` must write a line that decodes to
+the same record as encoding the decoded value would (byte for byte when the result file
+held the log as ``json.dumps(..., ensure_ascii=False)`` wrote it, as BFCL's generator does).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from checker.scores import RawJSON, dumps_line, loads_result_line
+from tests.refenv import REAL_RESULTS
+
+_json = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=6)),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=4), inner, max_size=3)),
+    max_leaves=15,
+)
+_keys = st.sampled_from(["id", "result", "inference_log", "latency", "traceback", "inference_logs", ""])
+_lines = st.tuples(
+    st.lists(st.tuples(_keys, _json), max_size=6),
+    st.booleans(),  # ensure_ascii
+    st.sampled_from([None, 0, 2]),  # indent: the text may span "lines" and carry whitespace
+    st.sampled_from([(", ", ": "), (",", ":"), (" , ", " : ")]),
+    st.sampled_from(["", " ", "\n", " \t\r\n"]),
+)
+
+
+def _text(pairs, ensure_ascii, indent, separators, padding) -> str:
+    # Duplicate keys are written as they come (json.dumps of a dict could not hold them).
+    body = separators[0].join(
+        json.dumps(key) + separators[1] + json.dumps(value, ensure_ascii=ensure_ascii, indent=indent)
+        for key, value in pairs
+    )
+    return f"{padding}{{{padding}{body}{padding}}}{padding}"
+
+
+def _materialised(value):
+    if isinstance(value, dict):
+        return {k: v.value() if isinstance(v, RawJSON) else v for k, v in value.items()}
+    return value
+
+
+@settings(max_examples=300)
+@given(_lines)
+def test_same_values_as_json_loads(case):
+    text = _text(*case)
+    ours = loads_result_line(text)
+    assert _materialised(ours) == json.loads(text)
+    if isinstance(ours, dict) and "inference_log" in ours:
+        assert isinstance(ours["inference_log"], RawJSON)
+
+
+def _error(function, text):
+    try:
+        function(text)
+    except Exception as exc:  # noqa: BLE001 - the point is comparing what is raised
+        return type(exc), str(exc)
+    return None
+
+
+@settings(max_examples=500)
+@given(_lines, st.data())
+def test_broken_lines_fail_exactly_like_json_loads(case, data):
+    text = _text(*case)
+    cut = data.draw(st.integers(0, len(text)))
+    junk = data.draw(st.sampled_from(["", "}", "]", ",", '"', ":", "x", "{", "[", "\\", "\x00", "NaN", " "]))
+    broken = text[:cut] + junk + text[cut + data.draw(st.integers(0, 3)):]
+    expected = _error(json.loads, broken)
+    assert _error(loads_result_line, broken) == expected
+    if expected is None:
+        assert _materialised(loads_result_line(broken)) == json.loads(broken)
+
+
+@pytest.mark.parametrize("text", [
+    "", " ", "[]", "1", '"s"', "{", "{}", "{} {}", '{"a": 1,}', '{"inference_log": }', '{"inference_log": [1,]}',
+    '{"inference_log": NaN}', '\ufeff{"id": 1}', '{"inference_log": ' + "[" * 100_000 + "]" * 100_000 + "}",
+    '{"id": "x", "inference_log": "a\\ud800b"}', '{"id": 1} x',
+])
+def test_edge_cases_match_json_loads(text):
+    expected = _error(json.loads, text)
+    assert _error(loads_result_line, text) == expected
+    if expected is None:
+        assert _materialised(loads_result_line(text)) == json.loads(text)
+
+
+@settings(max_examples=300)
+@given(_json, _json, st.booleans())
+def test_raw_value_is_written_as_its_text(log, other, ensure_ascii):
+    text = json.dumps({"id": "multi_turn_base_0", "inference_log": log}, ensure_ascii=ensure_ascii)
+    record = {"id": "multi_turn_base_0", "error": other, "inference_log": loads_result_line(text)["inference_log"],
+              "first_failing_turn": 0}
+    line = dumps_line(record)
+    plain = dict(record, inference_log=log)
+    assert json.loads(line) == json.loads(json.dumps(plain))
+    if not ensure_ascii:
+        assert line == dumps_line(plain)  # byte for byte when the log was written like the reference writes
+
+
+def test_real_result_lines_round_trip_byte_for_byte():
+    paths = sorted((REAL_RESULTS / "gpt-oss-120b-vllm-0.10.2" / "result").rglob("*_result.json"))
+    assert paths
+    checked = 0
+    for path in paths:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            ours, plain = loads_result_line(line), json.loads(line)
+            assert _materialised(ours) == plain
+            record = {"id": plain["id"], "inference_log": ours.get("inference_log", ""), "first_failing_turn": 0}
+            assert dumps_line(record) == dumps_line(dict(record, inference_log=plain.get("inference_log", "")))
+            checked += 1
+    assert checked == 600
