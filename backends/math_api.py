@@ -32,7 +32,6 @@ import math
 from typing import Any, Mapping
 
 import attrs
-import mpmath
 
 from interp import limits
 from interp.tools import tool
@@ -152,6 +151,8 @@ class MathAPI:
         """
         try:
             _check_precision(precision, value, base)
+            import mpmath  # here, not at the top: a slow import that only this tool needs
+
             # Global on purpose: see the module docstring.
             mpmath.mp.dps = precision
             return _result(mpmath.log(value) / mpmath.log(base))
