@@ -19,6 +19,7 @@ differ from the reference, and only for inputs whose decoding would run model co
 from __future__ import annotations
 
 import json
+import json.scanner
 from typing import Any, Callable
 
 from interp import limits
@@ -36,10 +37,29 @@ class DecodeError(ValueError):
 # --------------------------------------------------------------------------- fc
 
 
+_scan_json = json.scanner.make_scanner(json.JSONDecoder())
+
+
+def _json_arguments(name: Any, text: str) -> Any:
+    """``json.loads(text)``; the usual ``{...}`` text without surrounding whitespace goes
+    straight to the C scanner (json.loads does the same after its checks)."""
+    if text[:1] == "{":
+        try:
+            value, end = _scan_json(text, 0)
+        except (StopIteration, ValueError, RecursionError):
+            end = -1
+        if end == len(text):
+            return value
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise DecodeError(f"arguments of {name!r} are not valid JSON: {exc}") from None
+
+
 def _fc_items(step: Any) -> list[tuple[Any, dict]]:
     if type(step) is dict:
         step = [step]
-    if isinstance(step, (str, bytes)) or not isinstance(step, list):
+    elif type(step) is not list and (isinstance(step, (str, bytes)) or not isinstance(step, list)):
         # The reference iterates it and calls .items() on each element: fails for
         # anything but a list of dicts (an empty string or list decodes to nothing).
         if isinstance(step, str) and step == "":
@@ -47,15 +67,12 @@ def _fc_items(step: Any) -> list[tuple[Any, dict]]:
         raise DecodeError(f"an FC step must be a list of {{name: arguments}} objects, not {type(step).__name__}")
     out = []
     for function_call in step:
-        if not isinstance(function_call, dict):
+        if type(function_call) is not dict and not isinstance(function_call, dict):
             raise DecodeError(f"an FC call must be an object, not {type(function_call).__name__}")
         for name, value in function_call.items():
             if type(value) is str:
-                try:
-                    value = json.loads(value)
-                except (ValueError, RecursionError) as exc:
-                    raise DecodeError(f"arguments of {name!r} are not valid JSON: {exc}") from None
-            if not isinstance(value, dict):
+                value = _json_arguments(name, value)
+            if type(value) is not dict and not isinstance(value, dict):
                 raise DecodeError(f"arguments of {name!r} must be an object, not {type(value).__name__}")
             out.append((name, value))
     return out
@@ -226,7 +243,8 @@ def _looks_like_json_call(step: str) -> bool:
 def _auto(step: Any, fc: Callable, json_: Callable, prompting: Callable) -> list:
     """The ``auto`` choice, per step: FC lists as FC, JSON tool-call text as JSON (if it
     decodes), anything else as Python call text."""
-    if isinstance(step, (list, dict)):
+    kind = type(step)
+    if kind is list or kind is dict or isinstance(step, (list, dict)):
         return fc(step)
     if isinstance(step, str) and _looks_like_json_call(step):
         try:

@@ -19,7 +19,6 @@ by one lock so that a result is computed and rendered at the precision it set.)
 from __future__ import annotations
 
 import copy
-import re
 import threading
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -76,9 +75,12 @@ def backend_class(class_name: str) -> type:
         raise KeyError(f"unknown backend class {class_name!r}") from None
 
 
+_NAME_SEPARATORS = str.maketrans("-./:", "____")
+
+
 def instance_name(owner: str, entry_id: str, class_name: str) -> str:
-    """The name the reference gives a backend instance in its globals."""
-    return re.sub(r"[-./:]", "_", f"{owner}_{entry_id}_{class_name}_instance")
+    """The name the reference gives a backend instance in its globals (``-./:`` become ``_``)."""
+    return f"{owner}_{entry_id}_{class_name}_instance".translate(_NAME_SEPARATORS)
 
 
 class EpisodeError(RuntimeError):

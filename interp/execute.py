@@ -77,8 +77,12 @@ def _invoke(spec: CallSpec, table: MethodTable) -> Any:
         method = table.lookup(spec.name)
     except NameError as exc:
         raise _Raised(exc) from None
-    args = [_evaluate(a, table) for a in spec.args]
-    kwargs = {k: _evaluate(v, table) for k, v in spec.kwargs}
+    args = [_evaluate(a, table) for a in spec.args] if spec.args else ()
+    kwargs = {}
+    for key, value in spec.kwargs:
+        kind = type(value)
+        # Immutable leaves are their own value (what _evaluate would return).
+        kwargs[key] = value if kind is str or kind is int or kind is bool or value is None else _evaluate(value, table)
     try:
         return method(*args, **kwargs)
     except Exception as exc:  # noqa: BLE001 - a tool's exception is data for the model
@@ -87,6 +91,8 @@ def _invoke(spec: CallSpec, table: MethodTable) -> Any:
 
 def run_call(call: Call, table: MethodTable) -> str:
     """Run one call (text, a decoded spec, or a rejection) and return its result string."""
+    if type(call) is CallSpec:
+        return _run_spec(call, table)
     if isinstance(call, CallSpec):
         # A spec's name is a plain identifier: the reference's head is the name itself.
         head = call.name
@@ -117,6 +123,22 @@ def run_call(call: Call, table: MethodTable) -> str:
         return format_error(raised.error)
     except RecursionError as exc:
         # Deep nesting that passed the limits still must not crash the scorer.
+        return format_error(exc)
+
+
+def _run_spec(spec: CallSpec, table: MethodTable) -> str:
+    """:func:`run_call` of a decoded spec (the same steps, without the text cases)."""
+    if spec.name in DENYLIST:
+        return format_error(Exception(f"Function call {spec.name} is not allowed."))
+    try:
+        value = _invoke(spec, table)
+    except _Raised as raised:
+        return format_error(raised.error)
+    except (RejectedInput, RecursionError) as exc:
+        return format_error(exc)
+    try:
+        return format_result(value)
+    except Exception as exc:  # noqa: BLE001 - as in run_call
         return format_error(exc)
 
 

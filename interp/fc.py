@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import keyword
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from interp import limits
 from interp.callspec import CallSpec, Container, NameRef, SourceString
@@ -27,14 +28,25 @@ from interp.errors import RejectedInput
 from interp.text import REWRITE_PATTERN
 
 
+def _is_plain_identifier(name: str) -> bool:
+    return name.isidentifier() and name.isascii() and not keyword.iskeyword(name) and not name.startswith("__")
+
+
+#: Verdicts of :func:`_is_plain_identifier` on names seen so far (tool and argument names
+#: repeat endlessly); bounded, since hostile input can bring any number of names.
+_IDENTIFIERS: dict[str, bool] = {}
+_IDENTIFIERS_MAX = 4096
+
+
 def _plain_identifier(name: Any) -> bool:
-    return (
-        type(name) is str
-        and name.isidentifier()
-        and name.isascii()
-        and not keyword.iskeyword(name)
-        and not name.startswith("__")
-    )
+    if type(name) is not str:
+        return False
+    known = _IDENTIFIERS.get(name)
+    if known is None:
+        known = _is_plain_identifier(name)
+        if len(_IDENTIFIERS) < _IDENTIFIERS_MAX and len(name) <= 64:
+            _IDENTIFIERS[name] = known
+    return known
 
 
 class _Budget:
@@ -91,16 +103,24 @@ def reference_text(name: str, arguments: Mapping[str, Any]) -> str:
 def fc_call(name: str, arguments: Mapping[str, Any]) -> CallSpec | str | RejectedInput:
     """One FC call. Returns a spec, or the reference's text when that text is not a
     plain call (the executor parses it safely), or a rejection past a limit."""
-    if not isinstance(arguments, Mapping):
+    if type(arguments) is not dict and not isinstance(arguments, Mapping):
         return RejectedInput(f"arguments must be an object, not {type(arguments).__name__}")
-    if not (_plain_identifier(name) and all(_plain_identifier(k) for k in arguments)):
+    if not _plain_identifier(name) or not all(map(_plain_identifier, arguments)):
         try:
             return reference_text(name, arguments)
         except Exception as exc:  # noqa: BLE001 - e.g. repr of a too-long integer
             return RejectedInput(f"cannot render arguments: {exc}")
     budget = _Budget()
+    kwargs = []
+    longest = limits.MAX_STRING_LENGTH
     try:
-        kwargs = tuple((k, _value(v, budget, 1)) for k, v in arguments.items())
+        for key, value in arguments.items():
+            kind = type(value)
+            # Fast path for the usual leaves (what _value returns them as, unchanged).
+            if (kind is str and "(" not in value and len(value) <= longest) or kind is bool or value is None:
+                kwargs.append((key, value))
+            else:
+                kwargs.append((key, _value(value, budget, 1)))
     except RejectedInput as exc:
         return exc
-    return CallSpec(name=name, kwargs=kwargs)
+    return CallSpec(name=name, kwargs=tuple(kwargs))

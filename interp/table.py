@@ -27,6 +27,17 @@ def _class_tools(cls: type) -> dict[str, Callable[..., Any]]:
     return tools
 
 
+@lru_cache(maxsize=None)
+def _layout(classes: tuple[type, ...]) -> Mapping[str, tuple[int, Callable[..., Any]]]:
+    """``{tool name: (index of the class, descriptor)}`` for instances of ``classes`` in
+    this order; a name several classes define goes to the last. Computed once per tuple
+    of classes (entries involve a handful of combinations)."""
+    methods: dict[str, tuple[int, Callable[..., Any]]] = {}
+    for index, cls in enumerate(classes):
+        methods.update({name: (index, function) for name, function in _class_tools(cls).items()})
+    return MappingProxyType(methods)
+
+
 _LAST_NAME = re.compile(r"\b([a-zA-Z_]\w*)\s*$")
 #: Constants that can be written in callee position: eval evaluates the arguments,
 #: then fails with "'bool' object is not callable".
@@ -51,25 +62,20 @@ class MethodTable:
     to ``instance_name.name(``, which changes string arguments. Without them each
     instance is named ``{Class}_instance``.
 
-    Building is cheap (a few dict updates per class); a method is bound to its
-    instance only when it is looked up.
+    Building is cheap (the name layout is computed once per tuple of classes); a method
+    is bound to its instance only when it is looked up.
     """
 
-    __slots__ = ("_methods", "_owners")
+    __slots__ = ("_methods", "_instances", "_names")
 
     def __init__(self, instances: Sequence[Any], instance_names: Sequence[str] | None = None):
         if instance_names is None:
             instance_names = [f"{type(i).__name__}_instance" for i in instances]
         if len(instance_names) != len(instances):
             raise ValueError("instances and instance_names differ in length")
-        methods: dict[str, tuple[Any, Callable[..., Any]]] = {}
-        owners: dict[str, str] = {}
-        for instance, instance_name in zip(instances, instance_names):
-            tools = _class_tools(type(instance))
-            methods.update({name: (instance, function) for name, function in tools.items()})
-            owners.update(dict.fromkeys(tools, instance_name))
-        self._methods: Mapping[str, tuple[Any, Callable[..., Any]]] = MappingProxyType(methods)
-        self._owners: Mapping[str, str] = MappingProxyType(owners)
+        self._instances = tuple(instances)
+        self._names = tuple(instance_names)
+        self._methods = _layout(tuple(type(instance) for instance in self._instances))
 
     def __contains__(self, name: object) -> bool:
         return name in self._methods
@@ -80,7 +86,7 @@ class MethodTable:
     def lookup(self, name: str) -> Callable[..., Any]:
         """The bound method for ``name``; ``NameError`` with Python's text if none."""
         try:
-            instance, function = self._methods[name]
+            index, function = self._methods[name]
         except KeyError:
             if not name.isascii():
                 # Never a tool (the reference's prefix regex skips non-ASCII names): eval
@@ -89,14 +95,20 @@ class MethodTable:
             if name in _CONSTANTS:
                 return _not_callable(_CONSTANTS[name])
             raise NameError(f"name '{name}' is not defined") from None
+        instance = self._instances[index]
         return function.__get__(instance, type(instance))
+
+    def _owner(self, name: str) -> str | None:
+        """The instance name the reference prefixes ``name(`` with, if ``name`` is a tool."""
+        found = self._methods.get(name)
+        return None if found is None else self._names[found[0]]
 
     def rewrite(self, source: str) -> str:
         """The reference's instance-name prefixing of ``name(`` occurrences in ``source``."""
 
         def replace(match: re.Match) -> str:
             name = match.group(1)
-            owner = self._owners.get(name)
+            owner = self._owner(name)
             return f"{owner}.{name}" if owner is not None else name
 
         return REWRITE_PATTERN.sub(replace, source)
@@ -111,7 +123,7 @@ class MethodTable:
                 # The rewrite replaces "name  (" with "name(" or "owner.name(": the
                 # whitespace goes either way (so "kill ()" is refused like "kill()").
                 name = match.group(1)
-                owner = self._owners.get(name)
+                owner = self._owner(name)
                 head = head[: match.start()] + (f"{owner}.{name}" if owner is not None else name)
         if "." in head:
             head = head.split(".")[1]
