@@ -34,6 +34,7 @@ import attrs
 
 from backends.long_context import RELATIVE_PATH as LONG_CONTEXT_PATH
 from backends.long_context import LongContextDataError, parse_long_context
+from checker.scores import RawJSON
 
 #: The pinned reference release and its wheel.
 PINNED_VERSION = "2026.3.23"
@@ -252,6 +253,8 @@ class Dataset:
         #: sha256 of the wheel file, when opened from a wheel.
         self.sha256 = sha256
         self._entries: dict[str, list[dict]] = {}
+        #: Line text of each question-file entry, by ``id()`` of its object.
+        self._entry_texts: dict[int, str] = {}
         self._answers: dict[str, list[dict]] = {}
         self._entry_by_id: dict[str, dict[str, dict]] = {}
         self._answer_by_id: dict[str, dict[str, dict]] = {}
@@ -316,7 +319,9 @@ class Dataset:
 
     # -- raw files
 
-    def _json_lines(self, relative: str) -> list[dict]:
+    def _json_lines(self, relative: str, texts: dict[int, str] | None = None) -> list[dict]:
+        """The objects of a JSON-lines file; with ``texts``, also each one's line text,
+        by ``id()`` of the object (the objects live as long as the dataset)."""
         data = self._source.read(relative)
         out = []
         number = 0
@@ -324,6 +329,8 @@ class Dataset:
             for number, line in enumerate(data.decode("utf-8").splitlines(), 1):
                 if line.strip():
                     out.append(json.loads(line))
+                    if texts is not None:
+                        texts[id(out[-1])] = line
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise DatasetError(
                 f"{self.location}: {PACKAGE}/{relative} is not JSON lines (line {number}: {_reason(exc)})"
@@ -340,7 +347,7 @@ class Dataset:
         """The question-file lines of a category, in file order (read-only)."""
         self._check_category(category)
         if category not in self._entries:
-            self._entries[category] = self._json_lines(question_path(category))
+            self._entries[category] = self._json_lines(question_path(category), self._entry_texts)
         return self._entries[category]
 
     def ground_truth(self, category: str) -> list[dict]:
@@ -426,6 +433,17 @@ class Dataset:
                 missed[turn] = docs
             entry["missed_function"] = missed
         return entry
+
+    def prompt_json(self, entry_id: str) -> RawJSON | None:
+        """:meth:`prompt_entry` without ``function``, as the JSON text of the question
+        file's line, when that line is exactly that value (no held-out functions to
+        replace, no ``function`` of its own); else None. Score files then copy the text
+        instead of encoding the entry again."""
+        entry = self.entry(entry_id)
+        if "missed_function" in entry or "function" in entry:
+            return None
+        text = self._entry_texts.get(id(entry))
+        return None if text is None else RawJSON(text.strip())
 
     # -- long-context extension
 

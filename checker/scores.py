@@ -111,8 +111,9 @@ class RawJSON:
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _scan_value = json.scanner.make_scanner(json.JSONDecoder())
-#: Scans a value for validity only: objects are not built (keys and leaves still are).
-_check_value = json.scanner.make_scanner(json.JSONDecoder(object_pairs_hook=lambda pairs: None))
+#: Scans a value for validity only: objects are not built (keys and leaves still are;
+#: ``len`` is just the cheapest thing to hand each object's pairs to).
+_check_value = json.scanner.make_scanner(json.JSONDecoder(object_pairs_hook=len))
 #: Keys of a result line whose value is kept as :class:`RawJSON`.
 RAW_KEYS = frozenset({"inference_log"})
 
@@ -170,30 +171,28 @@ def dumps_line(entry: Any) -> str:
     """One score-file line, without the newline.
 
     Plain data is encoded in one pass; only an entry holding something JSON rejects
-    (backend objects in failure details) goes through :func:`json_safe` first. A
-    top-level :class:`RawJSON` value is written as its text.
+    (backend objects in failure details) goes through :func:`json_safe` first. Top-level
+    :class:`RawJSON` values are written as their text.
     """
-    raw = None
+    raws: list[RawJSON] = []
     if type(entry) is dict:
-        for key, value in entry.items():
+        for value in entry.values():
             if type(value) is RawJSON:
-                if raw is not None:  # more than one: no splicing
-                    entry = {k: v.value() if type(v) is RawJSON else v for k, v in entry.items()}
-                    raw = None
-                    break
-                raw = value
-        if raw is not None:
-            entry = {k: _SPLICE if v is raw else v for k, v in entry.items()}
+                raws.append(value)
+        if raws:
+            markers = iter(range(len(raws)))
+            entry = {k: f"{_SPLICE} {next(markers)}" if type(v) is RawJSON else v for k, v in entry.items()}
     try:
         text = json.dumps(entry, ensure_ascii=False)
     except (TypeError, ValueError):
         text = json.dumps(json_safe(entry), ensure_ascii=False)
-    if raw is None:
-        return text
-    # The marker is random per process: no text from a result file can hold it.
-    marker = f'"{_SPLICE}"'
-    at = text.rindex(marker)
-    return f"{text[:at]}{raw.text}{text[at + len(marker):]}"
+    # The markers are random per process: no text from a result file or the dataset can
+    # hold them. Spliced from the last, so that earlier positions stay valid.
+    for index in range(len(raws) - 1, -1, -1):
+        marker = f'"{_SPLICE} {index}"'
+        at = text.rindex(marker)
+        text = f"{text[:at]}{raws[index].text}{text[at + len(marker):]}"
+    return text
 
 
 def _write_text(path: Path, text: str) -> None:

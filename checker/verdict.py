@@ -285,7 +285,7 @@ def evaluate_entry(
     test_category: str,
     decoder: str = "auto",
     long_context_data: Callable[[], Mapping[str, Any]] | None = None,
-    prompt_entry: Callable[[], dict] | None = None,
+    prompt_entry: Callable[[], Any] | None = None,
     inference_log: Any = "",
     strict_irrelevance: bool = False,
     check_order: bool = False,
@@ -376,9 +376,10 @@ def _decode_turns(model_result: Sequence[Any], decoder: str) -> list[list[list[A
     return decoded
 
 
-def _without_function(prompt: dict) -> dict:
-    prompt.pop("function", None)
-    return prompt
+def _without_function(prompt: Any) -> Any:
+    if isinstance(prompt, dict):
+        prompt.pop("function", None)
+    return prompt  # else the entry's JSON text without it (Dataset.prompt_json)
 
 
 def _display_decoded(model_result: list, decoder: str) -> list:

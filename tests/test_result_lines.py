@@ -115,3 +115,11 @@ def test_real_result_lines_round_trip_byte_for_byte():
             assert dumps_line(record) == dumps_line(dict(record, inference_log=plain.get("inference_log", "")))
             checked += 1
     assert checked == 600
+
+
+def test_several_raw_values_are_each_written_as_their_text():
+    record = {"id": "x", "prompt": RawJSON('{"a": [1, 2]}'), "error": {"k": "RawJSON"},
+              "inference_log": RawJSON('[{"role": "user"}]'), "first_failing_turn": 0}
+    line = dumps_line(record)
+    assert line == ('{"id": "x", "prompt": {"a": [1, 2]}, "error": {"k": "RawJSON"}, '
+                    '"inference_log": [{"role": "user"}], "first_failing_turn": 0}')
