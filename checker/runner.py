@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
@@ -72,10 +73,11 @@ def find_result_files(result_dir: Path) -> list[ResultFile]:
 
 
 def read_result_lines(
-    path: Path, category: str, raw: dict[str, str] | None = None
+    path: Path, category: str, raw: dict[str, str] | None = None, numbers: dict[str, int] | None = None
 ) -> tuple[list[dict], list[str]]:
     """Entries of a result file (streamed line by line) and the problems found.
-    With ``raw``, each kept entry's line text is also stored there by id."""
+    With ``raw``, each kept entry's line text is also stored there by id (and its line
+    number in ``numbers``)."""
     entries: list[dict] = []
     problems: list[str] = []
     seen: set[str] = set()
@@ -83,30 +85,46 @@ def read_result_lines(
         for number, line in enumerate(handle, 1):
             if not line.strip():
                 continue
-            where = f"{path}:{number}"
-            try:
+            try:  # parsed here, not in a helper: how deep a line may nest depends on the stack
                 item = loads_result_line(line)
             except (ValueError, RecursionError) as exc:
-                problems.append(f"{where}: not valid JSON ({str(exc)[:120]}); line skipped")
+                item = exc
+            item = _checked(item, f"{path}:{number}", category, seen, problems)
+            if item is None:
                 continue
-            if not isinstance(item, dict) or "id" not in item or "result" not in item:
-                problems.append(f"{where}: expected an object with 'id' and 'result'; line skipped")
-                continue
-            entry_id = item["id"]
-            match = _ID.match(entry_id) if isinstance(entry_id, str) else None
-            if match is None or match.group(1) != category:
-                problems.append(f"{where}: id {_shown(entry_id)} does not belong to {category}; line skipped")
-                continue
-            if entry_id in seen:
-                problems.append(f"{where}: duplicate id {_shown(entry_id)}; the first occurrence is scored")
-                continue
-            seen.add(entry_id)
             entries.append(item)
             if raw is not None:
-                raw[entry_id] = line
+                raw[item["id"]] = line
+            if numbers is not None:
+                numbers[item["id"]] = number
     # Numeric order without int(): an id may carry more digits than int() accepts.
-    entries.sort(key=lambda item: (len(number := item["id"].rsplit("_", 1)[1]), number))
+    entries.sort(key=lambda item: _id_order(item["id"]))
     return entries, problems
+
+
+def _id_order(entry_id: str) -> tuple[int, str]:
+    return len(number := entry_id.rsplit("_", 1)[1]), number
+
+
+def _checked(item: Any, where: str, category: str, seen: set[str], problems: list[str]) -> dict | None:
+    """One parsed line of a result file (or the error parsing it raised): the entry to
+    keep (its id is added to ``seen``), or None with the problem appended to ``problems``."""
+    if isinstance(item, (ValueError, RecursionError)):
+        problems.append(f"{where}: not valid JSON ({str(item)[:120]}); line skipped")
+        return None
+    if not isinstance(item, dict) or "id" not in item or "result" not in item:
+        problems.append(f"{where}: expected an object with 'id' and 'result'; line skipped")
+        return None
+    entry_id = item["id"]
+    match = _ID.match(entry_id) if isinstance(entry_id, str) else None
+    if match is None or match.group(1) != category:
+        problems.append(f"{where}: id {_shown(entry_id)} does not belong to {category}; line skipped")
+        return None
+    if entry_id in seen:
+        problems.append(f"{where}: duplicate id {_shown(entry_id)}; the first occurrence is scored")
+        return None
+    seen.add(entry_id)
+    return item
 
 
 def _malformed(result: Any) -> str | None:
@@ -203,12 +221,42 @@ def _failure_record(entry_id: str, model: str, category: str, message: str) -> d
             "first_failing_turn": 0, "turns_passed": 0}
 
 
-def _score_chunk(args: tuple[list[str], str, str, Options]) -> list[Outcome]:
-    """Score entries given as their result-file line texts: text crosses the process
-    boundary much faster than the parsed objects (model logs are large)."""
+#: A worker checks that a line parses with this many fewer levels of recursion to spare:
+#: such a line also parses in the main process, whatever the depth of either's stack.
+_DEPTH_MARGIN = 100
+
+
+def _score_lines(dataset: Dataset, lines: list[tuple[str, str | None]], model: str, category: str,
+                 options: Options) -> list[tuple[str | None, Outcome] | None]:
+    """Score entries given as their result-file line texts, each with the id the main
+    process found at its start (None: the main process parsed the line itself). Per
+    line: the shape problem of its result and its outcome, or None where the line is not
+    what the main process took it for (not an object with 'id' and 'result', another id,
+    not JSON): the main process then reads that file again itself."""
+    out: list[tuple[str | None, Outcome] | None] = []
+    limit = sys.getrecursionlimit()
+    for line, expected in lines:
+        sys.setrecursionlimit(limit - _DEPTH_MARGIN)
+        try:
+            item = loads_result_line(line)
+        except (ValueError, RecursionError):
+            item = None
+        finally:
+            sys.setrecursionlimit(limit)
+        if type(item) is not dict or "result" not in item or (
+                type(item.get("id")) is not str if expected is None else item.get("id") != expected):
+            out.append(None)
+            continue
+        out.append((_malformed(item["result"]), _outcome(dataset, item, model, category, options)))
+    return out
+
+
+def _score_chunk(args: tuple[list[tuple[str, str | None]], str, str, Options]) -> list:
+    """Worker side of :func:`_score_lines`: text crosses the process boundary much
+    faster than the parsed objects (model logs are large)."""
     lines, model, category, options = args
     assert _WORKER_DATASET is not None
-    return [_outcome(_WORKER_DATASET, loads_result_line(line), model, category, options) for line in lines]
+    return _score_lines(_WORKER_DATASET, lines, model, category, options)
 
 
 # ------------------------------------------------------------------ driver side
@@ -228,8 +276,16 @@ def score_tree(
     """Score every multi-turn result file under ``result_dir``; write the score files and CSV."""
     files = list(files if files is not None else find_result_files(result_dir))
     scores = []
-    pool = None
-    if options.jobs > 1:
+    decoders: dict[str, str] = {}
+
+    def file_options(result_file: ResultFile, report: Callable[[str], None]) -> Options:
+        if options.decoder is not None:
+            return options
+        if result_file.model not in decoders:
+            decoders[result_file.model] = decoder_for_model(result_file.model, dataset, report)
+        return attrs.evolve(options, decoder=decoders[result_file.model])
+
+    if options.jobs > 1 and files:
         from concurrent.futures import ProcessPoolExecutor  # not imported for one-process runs
 
         global _WORKER_DATASET
@@ -242,22 +298,34 @@ def score_tree(
                 dataset.long_context_data()
         _WORKER_DATASET = dataset
         pool = ProcessPoolExecutor(max_workers=options.jobs, initializer=_init_worker, initargs=(data_path,))
-    try:
-        decoders: dict[str, str] = {}
-        pending: list[Callable[[], FileScore]] = []
-        for result_file in files:
-            file_options = options
-            if options.decoder is None:
-                if result_file.model not in decoders:
-                    decoders[result_file.model] = decoder_for_model(result_file.model, dataset, report)
-                file_options = attrs.evolve(options, decoder=decoders[result_file.model])
-            pending.append(_prepare_file(result_file, score_dir, dataset, file_options, pool, progress, report))
-            if pool is None or len(pending) > 1:  # with a pool, one file is always in flight ahead
-                scores.append(pending.pop(0)())
-        scores.extend(finish() for finish in pending)
-    finally:
-        if pool is not None:
+        # Each file is handed to the pool before the previous one is collected, so the
+        # workers never wait for the main process, which parses only lines that do not
+        # start as expected. Messages come out in the order they always did with a pool:
+        # a file's notes and problems, then the internal errors of the file before it.
+        # (The calls below keep the stack depth of the serial path where lines are parsed
+        # or scored in this process: how deep a line may nest depends on it.)
+        try:
+            batches = [_hand_over(files[0], file_options, dataset, pool, len(files) == 1)]
+            previous: _Done | None = None
+            for number in range(len(files)):
+                if number + 1 < len(files):
+                    batches.append(_hand_over(files[number + 1], file_options, dataset, pool,
+                                              number + 2 == len(files)))
+                # Nothing is written that a serial run would not have written before failing.
+                write = (previous is None or previous.error is None) and (len(batches) < 2 or
+                                                                         batches[1].error is None)
+                done = _collect(batches.pop(0), score_dir, dataset, progress, report, write)
+                if previous is not None:
+                    scores.append(previous())
+                previous = done
+            assert previous is not None
+            scores.append(previous())
+        finally:
             pool.shutdown(cancel_futures=True)
+    else:
+        for result_file in files:
+            scores.append(_prepare_file(result_file, score_dir, dataset, file_options(result_file, report), progress,
+                                        report)())
     models = []
     for result_file in files:
         if result_file.model not in models:
@@ -267,59 +335,44 @@ def score_tree(
     return scores
 
 
-def _chunks(items: list[dict], size: int) -> Iterator[list[dict]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
-def _submit(kept, raw, result_file, options, pool) -> list:
-    """Send a file's entries to the pool at once (as line text), in chunks."""
-    size = max(1, min(25, len(kept) // (options.jobs * 4) or 1))
+def _outcomes(kept, result_file, dataset, options, progress) -> Iterator[Outcome]:
     model, category = result_file.model, result_file.category
-    return [
-        (chunk, pool.submit(_score_chunk, ([raw[item["id"]] for item in chunk], model, category, options)))
-        for chunk in _chunks(kept, size)
-    ]
-
-
-def _outcomes(kept, futures, result_file, dataset, options, progress) -> Iterator[Outcome]:
-    model, category = result_file.model, result_file.category
-    if futures is None:
-        for item in kept:
-            yield _outcome(dataset, item, model, category, options)
-            if progress:
-                progress(1)
-        return
-    for items, future in futures:
-        try:
-            chunk = future.result()
-        except Exception:  # noqa: BLE001 - a chunk that cannot reach a worker (e.g. an entry nested
-            # too deeply to pickle) or whose worker died is scored here instead
-            chunk = [_outcome(dataset, item, model, category, options) for item in items]
-        yield from chunk
+    for item in kept:
+        yield _outcome(dataset, item, model, category, options)
         if progress:
-            progress(len(chunk))
+            progress(1)
 
 
-def _score_file(result_file, score_dir, dataset, options, pool, progress, report) -> FileScore:
-    return _prepare_file(result_file, score_dir, dataset, options, pool, progress, report)()
-
-
-def _prepare_file(result_file, score_dir, dataset, options, pool, progress, report) -> Callable[[], FileScore]:
-    """Read and check a file and, with a pool, hand its entries to the workers now;
-    the returned function collects the verdicts and writes the score file. (The runner
-    prepares the next file before finishing this one, so workers never wait for it.)"""
+def _prepare_file(result_file, score_dir, dataset, options, progress, report) -> Callable[[], FileScore]:
+    """Read and check a file; the returned function scores its entries and writes the
+    score file (serial runs)."""
     score = FileScore(result_file.model, result_file.category)
-    raw: dict[str, str] | None = {} if pool is not None else None
     try:
-        items, problems = read_result_lines(result_file.path, result_file.category, raw)
+        items, problems = read_result_lines(result_file.path, result_file.category)
     except OSError as exc:  # one unreadable file must not stop the others
-        message = f"{result_file.path}: cannot be read ({exc.strerror or exc}); file skipped"
-        report(message)
-        score.problems = [message]
-        return lambda: score
+        return _unreadable(score, result_file, exc, report)
     order = dataset.ids(result_file.category)
-    known = set(order)
+    kept = _check_items(result_file, items, set(order), problems)
+    missing = _missing(result_file, order, kept, options, problems)
+    for problem in problems:
+        report(problem)
+    score.problems = problems
+    if not kept and not missing:
+        return lambda: score
+    return lambda: _finish_file(score, result_file, score_dir, options, order, missing, report,
+                                _outcomes(kept, result_file, dataset, options, progress))
+
+
+def _unreadable(score: FileScore, result_file: ResultFile, exc: OSError, report) -> Callable[[], FileScore]:
+    message = f"{result_file.path}: cannot be read ({exc.strerror or exc}); file skipped"
+    report(message)
+    score.problems = [message]
+    return lambda: score
+
+
+def _check_items(result_file: ResultFile, items: list[dict], known: set[str], problems: list[str]) -> list[dict]:
+    """The entries to score (those in the dataset); problems of the others, and of
+    malformed results, are appended to ``problems``."""
     kept = []
     for item in items:
         if item["id"] in known:
@@ -329,23 +382,198 @@ def _prepare_file(result_file, score_dir, dataset, options, pool, progress, repo
                 problems.append(f"{result_file.path}: {item['id']}: malformed result: {shape} (the entry fails)")
         else:
             problems.append(f"{result_file.path}: id {_shown(item['id'])} is not in the dataset; skipped")
+    return kept
+
+
+def _missing(result_file: ResultFile, order: list[str], kept: list, options: Options,
+             problems: list[str]) -> list[str]:
     present = {item["id"] for item in kept}
     missing = [] if options.partial else [entry_id for entry_id in order if entry_id not in present]
     if missing:
         problems.append(f"{result_file.path}: {len(missing)} entries missing from the file (scored as failed; "
                         f"--partial scores only the entries present)")
+    return missing
+
+
+# ------------------------------------------------------------------ with a pool
+
+#: The start of a line as ``json.dumps`` writes a result entry, and its id. The main
+#: process takes the id from here without parsing the line; the worker checks it.
+_LINE_START = re.compile(r'\{"id": "([^"\\]*)", ')
+
+
+@attrs.define
+class _Batch:
+    """A result file handed to the pool: what the main process found in it, and the
+    chunks of line texts being scored."""
+
+    result_file: ResultFile
+    options: Options
+    #: Messages about the file's model, reported before the file's problems.
+    notes: list[str]
+    #: Problems of the lines the main process parsed, in line order.
+    problems: list[str] = attrs.Factory(list)
+    #: The lines kept, in id order: (id, entry if parsed here else None, line number, text).
+    entries: list[tuple[str, dict | None, int, str]] = attrs.Factory(list)
+    #: (number of lines, future or None where it could not be submitted), per chunk.
+    futures: list = attrs.Factory(list)
+    unreadable: OSError | None = None
+    #: Raised when the file is collected, where a serial run raises it.
+    error: Exception | None = None
+
+
+@attrs.define
+class _Done:
+    """What is left of a collected file: report its internal errors, then raise what
+    writing its score file raised, or return its score."""
+
+    score: FileScore
+    report: Callable[[str], None]
+    internal: list[str] = attrs.Factory(list)
+    error: Exception | None = None
+
+    def __call__(self) -> FileScore:
+        for message in self.internal:
+            self.report(message)
+        if self.error is not None:
+            raise self.error
+        return self.score
+
+
+def _hand_over(result_file: ResultFile, file_options, dataset: Dataset, pool, last: bool) -> _Batch:
+    """Read a file and hand its entries to the pool. A line that starts as ``json.dumps``
+    writes an entry of this category, with an id met for the first time and in the
+    dataset, is not parsed here: a worker parses it and checks it is what it seems. Any
+    other line is read here exactly as a serial run reads it."""
+    notes: list[str] = []
+    batch = _Batch(result_file, Options(), notes)
+    try:
+        batch.options = file_options(result_file, notes.append)
+        known = set(dataset.ids(result_file.category))
+        try:
+            batch.entries = list(_scan(result_file, known, batch.problems))
+        except OSError as exc:
+            batch.unreadable = exc
+            return batch
+    except Exception as exc:  # noqa: BLE001 - raised when the file is collected
+        batch.error = exc
+        return batch
+    batch.entries.sort(key=lambda entry: _id_order(entry[0]))
+    lines = [(text, entry_id if item is None else None)
+             for entry_id, item, _, text in batch.entries if entry_id in known]
+    jobs = batch.options.jobs
+    size = max(1, min(25, len(lines) // (jobs * 4) or 1))
+    model, category = result_file.model, result_file.category
+    start = 0
+    while start < len(lines):
+        if last:  # smaller chunks towards the end: the workers finish together
+            size = max(2, min(25, (len(lines) - start) // (jobs * 3)))
+        chunk = lines[start : start + size]
+        try:
+            future = pool.submit(_score_chunk, (chunk, model, category, batch.options))
+        except Exception:  # noqa: BLE001 - a broken pool: these entries are scored here
+            future = None
+        batch.futures.append((len(chunk), future))
+        start += size
+    return batch
+
+
+def _scan(result_file: ResultFile, known: set[str], problems: list[str]) -> Iterator[tuple]:
+    path, category = result_file.path, result_file.category
+    seen: set[str] = set()
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            start = _LINE_START.match(line)
+            if start is not None:
+                entry_id = start.group(1)
+                match = _ID.match(entry_id)
+                if match is not None and match.group(1) == category and entry_id not in seen and entry_id in known:
+                    seen.add(entry_id)
+                    yield entry_id, None, number, line
+                    continue
+            try:
+                item = loads_result_line(line)
+            except (ValueError, RecursionError) as exc:
+                item = exc
+            item = _checked(item, f"{path}:{number}", category, seen, problems)
+            if item is not None:
+                yield item["id"], item, number, line
+
+
+def _collect(batch: _Batch, score_dir: Path, dataset: Dataset, progress, report, write: bool) -> _Done:
+    """Report a handed-over file's notes and problems and write its score file (if
+    ``write``); what is returned reports its internal errors (and raises what writing
+    raised), to be called after the next file's problems."""
+    if batch.error is not None:
+        raise batch.error
+    result_file, options = batch.result_file, batch.options
+    for note in batch.notes:
+        report(note)
+    score = FileScore(result_file.model, result_file.category)
+    if batch.unreadable is not None:
+        _unreadable(score, result_file, batch.unreadable, report)
+        return _Done(score, report)
+    results: list = []
+    for count, future in batch.futures:
+        try:
+            if future is None:
+                raise LookupError("not submitted")
+            results.extend(future.result())
+        except Exception:  # noqa: BLE001 - a chunk that cannot reach a worker or whose worker died:
+            results.extend([None] * count)  # the file is read again and these entries scored here
+        if progress:
+            progress(count)
+    order = dataset.ids(result_file.category)
+    if None not in results:
+        problems = batch.problems
+        known = set(order)
+        kept = []
+        for entry_id, item, _, _ in batch.entries:
+            if entry_id in known:
+                kept.append({"id": entry_id})
+                shape = results[len(kept) - 1][0]
+                if shape is not None:
+                    problems.append(f"{result_file.path}: {entry_id}: malformed result: {shape} (the entry fails)")
+            else:
+                problems.append(f"{result_file.path}: id {_shown(entry_id)} is not in the dataset; skipped")
+        outcomes = [outcome for _, outcome in results]
+    else:  # some line is not what it seemed: read the file as a serial run does
+        numbers: dict[str, int] = {}
+        try:
+            items, problems = read_result_lines(result_file.path, result_file.category, {}, numbers)
+        except OSError as exc:
+            _unreadable(score, result_file, exc, report)
+            return _Done(score, report)
+        known = set(order)
+        kept = _check_items(result_file, items, known, problems)
+        scored = {number: result[1] for (_, _, number, _), result in
+                  zip((entry for entry in batch.entries if entry[0] in known), results) if result is not None}
+        outcomes = _rescored(kept, numbers, scored, result_file, dataset, options)
+    missing = _missing(result_file, order, kept, options, problems)
     for problem in problems:
         report(problem)
     score.problems = problems
-    if not kept and not missing:
-        return lambda: score
-    futures = _submit(kept, raw, result_file, options, pool) if pool is not None else None
-    return lambda: _finish_file(score, result_file, score_dir, dataset, options, kept, futures, order,
-                                missing, progress, report)
+    done = _Done(score, report)
+    if kept or missing:
+        try:
+            if write:
+                _finish_file(score, result_file, score_dir, options, order, missing, done.internal.append, outcomes)
+        except Exception as exc:  # noqa: BLE001 - raised where a serial run would raise it
+            done.error = exc
+    return done
 
 
-def _finish_file(score, result_file, score_dir, dataset, options, kept, futures, order, missing, progress,
-                 report) -> FileScore:
+def _rescored(kept, numbers, scored, result_file, dataset, options) -> Iterator[Outcome]:
+    """Outcomes of ``kept``: a worker's where it scored the same line, else scored here."""
+    for item in kept:
+        outcome = scored.get(numbers[item["id"]])
+        yield outcome if outcome is not None else _outcome(dataset, item, result_file.model,
+                                                           result_file.category, options)
+
+
+def _finish_file(score, result_file, score_dir, options, order, missing, report, outcomes) -> FileScore:
     # Failed entries go to disk as they come, in id order (missing ones in their place).
     writer = ScoreFileWriter(score_dir, result_file.model, result_file.category)
     missing_ids = iter(missing)
@@ -362,7 +590,7 @@ def _finish_file(score, result_file, score_dir, dataset, options, kept, futures,
             next_missing = next(missing_ids, None)
 
     try:
-        for outcome in _outcomes(kept, futures, result_file, dataset, options, progress):
+        for outcome in outcomes:
             flush_missing(index[outcome.id])
             if outcome.valid:
                 score.correct += 1

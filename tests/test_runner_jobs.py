@@ -1,0 +1,154 @@
+"""``evaluate --jobs 2`` writes byte for byte what ``--jobs 1`` writes, on files where the
+main process's quick look at a line (the id at its start) and a worker's full parse of it
+disagree: duplicate "id" keys (the last one wins in JSON), an id that is not the first
+key or is written with escapes, invalid JSON after a valid start, a line nested deeper
+than a worker checks, no 'result', along with duplicates, unknown ids, ids of another
+category, malformed results, blank lines, CRLF line ends and missing entries.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from checker.replay import ground_truth_as_fc
+from checker.runner import Options, _score_lines
+from tests.checker_support import dataset
+from tests.refenv import wheel
+
+ROOT = Path(__file__).resolve().parent.parent
+BASE = "multi_turn_base"
+PARAM = "multi_turn_miss_param"
+
+
+def _result(entry_id: str) -> list:
+    entry = dataset().entry(entry_id)
+    return ground_truth_as_fc(dataset().ground_truth_for(entry_id), entry["involved_classes"])
+
+
+def _line(entry_id: str, result: object = None, **extra: object) -> str:
+    return json.dumps({"id": entry_id, "result": _result(entry_id) if result is None else result, **extra})
+
+
+def _clean(category: str, count: int) -> list[str]:
+    ids = dataset().ids(category)[:count]
+    lines = [_line(entry_id, inference_log=[{"role": "user", "content": f"log of {entry_id}"}]) for entry_id in ids]
+    lines[1] = _line(ids[1], [[[{"cd": "{\"folder\": \"nowhere\"}"}]]])  # fails
+    return lines[::-1]  # not in id order
+
+
+def _tricky() -> dict[str, list[str]]:
+    """Model folder -> lines of its multi_turn_base file."""
+    b = [f"{BASE}_{n}" for n in range(12)]
+    ordinary = [_line(entry_id) for entry_id in b[:4]]
+    deep = 960
+    return {
+        "clean-model": _clean(BASE, 8),
+        # The id at the start is not the id JSON gives: the last "id" key wins.
+        "duplicate-id-keys": [
+            *ordinary,
+            f'{{"id": "{b[4]}", "result": [], "id": "{b[5]}"}}',
+            _line(b[5]),
+            f'{{"id": "{b[6]}", "result": [], "id": "{b[6]}"}}',
+            f'{{"id": "{b[7]}", "result": [], "id": 7}}',
+        ],
+        # Lines the main process parses itself; no disagreement.
+        "parsed-in-main": [
+            *ordinary,
+            json.dumps({"result": _result(b[4]), "id": b[4]}),
+            ' ' + _line(b[5]),
+            '{"id": "multi_turn_base_\\u0036", "result": []}',
+            json.dumps({"id": b[7], "result": _result(b[7])}, separators=(",", ":")),
+            _line(b[0]),  # duplicates of a line taken at its start
+            _line(b[1])[:-5],
+            _line(f"{BASE}_99999", []),
+            _line(f"{PARAM}_3", []),
+            _line(b[8], {"turns": 1}),
+            _line(b[9], [[{"cd": "{}"}], 5]),
+            "",
+            "   ",
+            '{"id": "multi_turn_base_10", "result": "Error during inference: timeout"}',
+        ],
+        # Invalid JSON after a valid start, no 'result', nested deeper than a worker checks.
+        "broken-after-start": [
+            *ordinary,
+            f'{{"id": "{b[4]}", "result": [[',
+            f'{{"id": "{b[5]}", "inference_log": []}}',
+            f'{{"id": "{b[6]}", "result": {"[" * deep + "]" * deep}}}',
+            f'{{"id": "{b[7]}", "result": {"[" * 5000 + "]" * 5000}}}',
+            f'{{"id": "{b[8]}", "result": []}} trailing',
+            _line(b[4]),
+        ],
+    }
+
+
+def _write_tree(root: Path) -> Path:
+    result_dir = root / "result"
+    for model, lines in _tricky().items():
+        folder = result_dir / model / "multi_turn"
+        folder.mkdir(parents=True)
+        newline = "\r\n" if model == "parsed-in-main" else "\n"
+        (folder / f"BFCL_v4_{BASE}_result.json").write_text(newline.join(lines) + newline, encoding="utf-8")
+    (result_dir / "clean-model" / "multi_turn" / f"BFCL_v4_{PARAM}_result.json").write_text(
+        "\n".join(_clean(PARAM, 6)) + "\n", encoding="utf-8")
+    return result_dir
+
+
+def _evaluate(result_dir: Path, score_dir: Path, jobs: int, *extra: str) -> dict:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    done = subprocess.run([sys.executable, "-m", "checker.cli", "evaluate", "--result-dir", str(result_dir),
+                           "--score-dir", str(score_dir), "--data", str(wheel()), "--jobs", str(jobs), *extra],
+                          capture_output=True, env=env, timeout=300)
+    files = {path.relative_to(score_dir).as_posix(): path.read_bytes()
+             for path in sorted(score_dir.rglob("*")) if path.is_file()}
+    stdout = [line for line in done.stdout.splitlines() if not line.startswith(b"Scored ")]
+    return {"returncode": done.returncode, "stderr": done.stderr, "stdout": stdout, "files": files}
+
+
+@pytest.mark.parametrize("extra", [(), ("--partial",)], ids=["all", "partial"])
+def test_jobs_2_writes_what_jobs_1_writes(tmp_path: Path, extra: tuple) -> None:
+    result_dir = _write_tree(tmp_path)
+    one = _evaluate(result_dir, tmp_path / "score-1", 1, *extra)
+    two = _evaluate(result_dir, tmp_path / "score-2", 2, *extra)
+    assert one["returncode"] == 0, one["stderr"].decode()[-2000:]
+    assert sorted(one["files"]) == sorted(two["files"])
+    assert len(one["files"]) == 6  # five score files and the CSV
+    for name, content in one["files"].items():
+        assert two["files"][name] == content, name
+    assert two["stderr"] == one["stderr"]
+    assert two["stdout"] == one["stdout"]
+    assert two["returncode"] == one["returncode"]
+    stderr = one["stderr"].decode()
+    # Not vacuous: the tree holds every kind of line the main process must get right.
+    for expected in ("not valid JSON", "duplicate id", "is not in the dataset", "does not belong to",
+                     "malformed result", "expected an object with 'id' and 'result'",
+                     "maximum recursion depth exceeded"):
+        assert expected in stderr, expected
+
+
+def _outcomes(lines: list[tuple[str, str | None]]) -> list:
+    return _score_lines(dataset(), lines, "clean-model", BASE, Options(decoder="fc"))
+
+
+def test_a_worker_rejects_a_line_that_is_not_what_its_start_says() -> None:
+    good = _line(f"{BASE}_0")
+    results = _outcomes([
+        (good, f"{BASE}_0"),
+        (good, None),
+        (good, f"{BASE}_1"),  # another id
+        (f'{{"id": "{BASE}_0", "result": [], "id": "{BASE}_1"}}', f"{BASE}_0"),
+        (f'{{"id": "{BASE}_0", "result": [[', f"{BASE}_0"),
+        (f'{{"id": "{BASE}_0"}}', f"{BASE}_0"),
+        (f'{{"id": "{BASE}_0", "result": {"[" * 960 + "]" * 960}}}', f"{BASE}_0"),
+        ('[1, 2]', None),
+    ])
+    assert [result is None for result in results] == [False, False, True, True, True, True, True, True]
+    assert results[0] == results[1]
+    assert results[0][0] is None and results[0][1].valid
+    shape, outcome = _outcomes([(_line(f"{BASE}_0", {"a": 1}), f"{BASE}_0")])[0]
+    assert shape == "dict, not a list of turns" and not outcome.valid
