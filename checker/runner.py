@@ -183,7 +183,7 @@ def score_entry(dataset: Dataset, item: dict, model: str, category: str, options
         test_category=category,
         decoder=options.decoder,
         long_context_data=dataset.long_context_data,
-        prompt_entry=lambda: dataset.prompt_entry(entry_id),
+        prompt_entry=lambda: dataset.prompt_json(entry_id) or dataset.prompt_entry(entry_id),
         inference_log=item.get("inference_log", ""),
         strict_irrelevance=options.strict_irrelevance,
         check_order=options.check_order,
