@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 import time
@@ -206,5 +207,28 @@ def info(data: str | None) -> None:
     click.echo(f"cache folder: {default_cache_dir()}")
 
 
+def run() -> None:
+    """The ``bfcl-safe`` command: :func:`main`, then an immediate exit once output is
+    flushed. Everything is written and closed by then; tearing down the interpreter's
+    objects one by one (tens of milliseconds after a run) would only delay the exit."""
+    try:
+        main()
+    except SystemExit as exc:
+        code = exc.code
+    else:
+        code = 0
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):
+        print(code, file=sys.stderr)
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe or stream: nothing more can be said
+            pass
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    main()
+    run()
