@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import json.scanner
+from functools import lru_cache
 from typing import Any, Callable
 
 from interp import limits
@@ -28,6 +29,10 @@ from interp.execute import Call
 from interp.fc import fc_call, reference_text
 from interp.fastparse import parse_tree
 from interp.text import bracket_depth, python_syntax_error
+
+
+#: Prompting step texts up to this length are decoded once and remembered.
+CACHED_STEP_LENGTH = 4096
 
 
 class DecodeError(ValueError):
@@ -219,12 +224,34 @@ def _fast_value(node: tuple) -> Any:
     raise _OutsideFastSubset
 
 
-def display_prompting(step: Any) -> list[str]:
+def _prompting_texts(step: Any) -> list[str]:
     texts = []
     for function_call in _prompting_calls(step):
         for name, arguments in function_call.items():
             texts.append(f"{name}({', '.join(f'{k}={_render_nested(v)}' for k, v in arguments.items())})")
     return texts
+
+
+@lru_cache(maxsize=8192)
+def _prompting_texts_cached(step: str) -> tuple[str, ...] | list[str]:
+    """The call texts of a step text, as a tuple; a failure as ``[message]`` (a list, so
+    it can never be mistaken for texts; kept as data, not as an exception object, whose
+    traceback would keep every frame it crossed alive)."""
+    try:
+        return tuple(_prompting_texts(step))
+    except DecodeError as exc:
+        return [str(exc)]
+
+
+def display_prompting(step: Any) -> list[str]:
+    # A model's steps repeat (the same answer across categories and entries that share
+    # a question; ground truth replayed): short step texts are decoded once.
+    if type(step) is str and len(step) <= CACHED_STEP_LENGTH:
+        texts = _prompting_texts_cached(step)
+        if type(texts) is list:
+            raise DecodeError(texts[0])
+        return list(texts)
+    return _prompting_texts(step)
 
 
 def decode_prompting(step: Any) -> list[Call]:
