@@ -9,6 +9,7 @@ and propagates.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Iterable, Sequence
 
 from interp import limits
@@ -89,6 +90,19 @@ def _invoke(spec: CallSpec, table: MethodTable) -> Any:
         raise _Raised(exc) from None
 
 
+#: Any denylisted word. The head the reference tests is a piece of the text before its
+#: first "(" (or an instance name, which ends in "_instance"): without one of these words
+#: there, it cannot be denylisted, and working it out can be skipped.
+_DENIED_WORD = re.compile("|".join(sorted(DENYLIST)))
+
+
+def _denylist_head(text: str, table: MethodTable) -> str:
+    paren = text.find("(")
+    if _DENIED_WORD.search(text, 0, paren if paren >= 0 else len(text)) is None:
+        return ""
+    return table.denylist_head(text)
+
+
 def run_call(call: Call, table: MethodTable) -> str:
     """Run one call (text, a decoded spec, or a rejection) and return its result string."""
     if type(call) is CallSpec:
@@ -97,9 +111,9 @@ def run_call(call: Call, table: MethodTable) -> str:
         # A spec's name is a plain identifier: the reference's head is the name itself.
         head = call.name
     elif isinstance(call, RejectedInput):
-        head = table.denylist_head(call.source) if call.source else ""
+        head = _denylist_head(call.source, table) if call.source else ""
     else:
-        head = table.denylist_head(call) if isinstance(call, str) else ""
+        head = _denylist_head(call, table) if isinstance(call, str) else ""
     if head in DENYLIST:
         return format_error(Exception(f"Function call {head} is not allowed."))
     try:
