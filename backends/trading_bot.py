@@ -21,6 +21,7 @@ from typing import Any, Dict, List, Mapping, Optional, Union
 
 import attrs
 
+from interp.results import frozen_json
 from interp.tools import tool
 
 #: The simulated "now" of every scenario.
@@ -269,8 +270,9 @@ class TradingBot:
             return {"error": f"Stock with symbol '{symbol}' not found."}
         if self.long_context:
             stock = self.stocks[symbol].copy()
-            stock["MA(5)"] = self._extension("MA_5_EXTENSION")
-            stock["MA(20)"] = self._extension("MA_20_EXTENSION")
+            # Constant lists of thousands of floats: their JSON is made once (FrozenJSON).
+            stock["MA(5)"] = frozen_json(self._extension("MA_5_EXTENSION"))
+            stock["MA(20)"] = frozen_json(self._extension("MA_20_EXTENSION"))
             return stock
         return self.stocks[symbol]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import json.encoder
+import os
 from typing import Any
 
 ERROR_PREFIX = "Error during execution: "
@@ -17,6 +18,65 @@ _encode = json.encoder.c_make_encoder(
 ) if json.encoder.c_make_encoder is not None else None
 
 
+class FrozenJSON(tuple):
+    """An immutable sequence of plain values with its JSON text computed once.
+
+    Backends put large constant data (long-context extensions) into results as these:
+    a dict result holding one is rendered by splicing the stored text, not by encoding
+    thousands of floats again. Everywhere else it behaves as the list it stands for
+    would in a result (same JSON, same ``str`` inside the fallback rendering).
+    """
+
+    def __new__(cls, values: Any) -> "FrozenJSON":
+        global _ANY_FROZEN
+        frozen = super().__new__(cls, values)
+        try:
+            frozen.text = json.dumps(list(frozen))
+        except Exception:  # noqa: BLE001 - not JSON: rendered like the list would be, each time
+            frozen.text = None
+        _ANY_FROZEN = True
+        return frozen
+
+
+#: Whether any FrozenJSON exists yet (until then, dict results are not searched for one).
+_ANY_FROZEN = False
+
+
+_FROZEN: dict[int, tuple[Any, FrozenJSON]] = {}
+
+
+def frozen_json(values: list) -> FrozenJSON:
+    """The :class:`FrozenJSON` of a constant list, made once per list object (the list is
+    kept alive with it, so its ``id`` stays its own). The list must never change."""
+    known = _FROZEN.get(id(values))
+    if known is None:
+        known = _FROZEN[id(values)] = (values, FrozenJSON(values))
+    return known[1]
+
+
+_MARK = f"bfcl-safe frozen {os.urandom(8).hex()} "
+
+
+def _format_with_frozen(value: dict) -> str:
+    if any(type(item) is FrozenJSON and item.text is None for item in value.values()):
+        return format_result({key: list(item) if type(item) is FrozenJSON else item for key, item in value.items()})
+    texts = []
+    plain = {}
+    for key, item in value.items():
+        if type(item) is FrozenJSON:
+            plain[key] = f"{_MARK}{len(texts)}"
+            texts.append(item.text)
+        else:
+            plain[key] = item
+    try:
+        text = "".join(_encode(plain, 0)) if _encode is not None else json.dumps(plain)
+    except Exception:  # noqa: BLE001 - as in format_result, with the lists as lists
+        return str({key: list(item) if type(item) is FrozenJSON else item for key, item in value.items()})
+    for index, stored in enumerate(texts):
+        text = text.replace(f'"{_MARK}{index}"', stored, 1)
+    return text
+
+
 def format_result(value: Any) -> str:
     """The reference's rendering: a ``str`` as is, a ``dict`` as JSON (``str`` if that fails), else ``str``.
 
@@ -26,6 +86,8 @@ def format_result(value: Any) -> str:
     if kind is str:
         return value
     if kind is dict:
+        if _ANY_FROZEN and any(type(item) is FrozenJSON for item in value.values()):
+            return _format_with_frozen(value)
         try:
             return "".join(_encode(value, 0)) if _encode is not None else json.dumps(value)
         except Exception:  # noqa: BLE001 - the reference falls back on any failure
