@@ -64,22 +64,22 @@ class ScoreFileError(ValueError):
 def json_safe(value: Any) -> Any:
     """The reference's ``make_json_serializable``: walk dicts and lists, ``str()`` what JSON rejects.
 
-    A subtree that ``json.dumps`` accepts as a whole is returned as it is: every leaf in
-    it is accepted too, so the reference's walk would keep it unchanged. Only subtrees
-    holding something JSON rejects are walked (failure details hold backend objects).
+    Only called for entries that ``json.dumps`` rejects as a whole (failure details that
+    hold backend objects): their dicts and lists are walked, leaves of plain types kept
+    as they are, and any other leaf kept if ``json.dumps`` accepts it, else its ``str()``.
     """
-    if type(value) in _PLAIN:  # fast path: these always serialise as they are
+    kind = type(value)
+    if kind in _PLAIN:  # these always serialise as they are
         return value
-    try:
-        json.dumps(value, ensure_ascii=False)
-        return value
-    except (TypeError, ValueError):
-        pass
     if isinstance(value, dict):
         return {key: json_safe(item) for key, item in value.items()}
     if isinstance(value, list):
         return [json_safe(item) for item in value]
-    return str(value)
+    try:
+        json.dumps(value, ensure_ascii=False)
+        return value
+    except (TypeError, ValueError):
+        return str(value)
 
 
 class RawJSON:
