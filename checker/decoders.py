@@ -46,6 +46,16 @@ _scan_json = json.scanner.make_scanner(json.JSONDecoder())
 
 
 def _json_arguments(name: Any, text: str) -> Any:
+    """``json.loads(text)``, remembered for short texts: an entry's steps are decoded
+    twice when it fails (to run, then to show), and argument texts repeat. The value is
+    shared: every consumer only reads it (``fc_call`` copies into its own containers)."""
+    try:
+        return _loads_cached(text) if len(text) <= CACHED_STEP_LENGTH else _loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise DecodeError(f"arguments of {name!r} are not valid JSON: {exc}") from None
+
+
+def _loads(text: str) -> Any:
     """``json.loads(text)``; the usual ``{...}`` text without surrounding whitespace goes
     straight to the C scanner (json.loads does the same after its checks)."""
     if text[:1] == "{":
@@ -55,10 +65,11 @@ def _json_arguments(name: Any, text: str) -> Any:
             end = -1
         if end == len(text):
             return value
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise DecodeError(f"arguments of {name!r} are not valid JSON: {exc}") from None
+    return json.loads(text)
+
+
+#: A failure is raised, so never remembered.
+_loads_cached = lru_cache(maxsize=8192)(_loads)
 
 
 def _fc_items(step: Any) -> list[tuple[Any, dict]]:
