@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Mapping, Optional, Union
 
 import attrs
 
+from backends.seeded import LazyRandom
 from interp.tools import tool
 
 #: Seed of the id generator when the scenario gives none.
@@ -67,7 +68,7 @@ class MessageAPI:
     inbox: List[Dict[str, str]]
     message_count: int
     current_user: Optional[str]
-    _random: random.Random
+    _random: random.Random | LazyRandom
 
     @classmethod
     def from_config(
@@ -89,7 +90,7 @@ class MessageAPI:
         if long_context and long_context_data is None:
             raise ValueError("MessageAPI.from_config: long_context=True needs long_context_data")
         # Order of the reads follows the reference, so a bad config fails the same way.
-        rng = random.Random(config.get("random_seed", DEFAULT_RANDOM_SEED))
+        rng = LazyRandom(config.get("random_seed", DEFAULT_RANDOM_SEED))
         return cls(
             generated_ids=_copy_data(config["generated_ids"]) if "generated_ids" in config else set(),
             user_count=_copy_data(config["user_count"]) if "user_count" in config else 4,

@@ -15,6 +15,7 @@ from typing import Any, Mapping, Optional
 
 import attrs
 
+from backends.seeded import LazyRandom
 from interp.tools import tool
 
 #: Seed of the id generator when the scenario gives none.
@@ -197,7 +198,7 @@ class TravelAPI:
     user_last_name: Any = None
     budget_limit: Any = None
     long_context: bool = False
-    _random: random.Random = attrs.field(factory=lambda: random.Random(DEFAULT_RANDOM_SEED))
+    _random: random.Random | LazyRandom = attrs.field(factory=lambda: random.Random(DEFAULT_RANDOM_SEED))
 
     @classmethod
     def from_config(
@@ -224,7 +225,7 @@ class TravelAPI:
             if "booking_record" in config else {},
             **{key: _own_value(config.get(key)) for key in _SCALAR_KEYS},
             long_context=long_context,
-            random=random.Random(config.get("random_seed", DEFAULT_RANDOM_SEED)),
+            random=LazyRandom(config.get("random_seed", DEFAULT_RANDOM_SEED)),
         )
         if long_context:
             cards = instance.credit_card_list

@@ -15,6 +15,7 @@ from typing import Any, Mapping
 
 import attrs
 
+from backends.seeded import LazyRandom
 from interp.tools import tool
 
 # The constant types matter: they show up in TypeError texts and in result types.
@@ -179,7 +180,7 @@ class VehicleControlAPI:
     _parkingBrakeForce: Any = attrs.field(alias="parkingBrakeForce")
     _slopeAngle: Any = attrs.field(alias="slopeAngle")
     _brakePedalForce: Any = attrs.field(alias="brakePedalForce")
-    _random: random.Random = attrs.field(alias="rng", repr=False)
+    _random: random.Random | LazyRandom = attrs.field(alias="rng", repr=False)
     _extras: LongContextExtras | None = attrs.field(alias="extras", default=None, repr=False)
 
     @classmethod
@@ -201,7 +202,7 @@ class VehicleControlAPI:
         # from the doors (the same expression as the reference, so odd data fails alike).
         remaining = 4 - len([1 for door in door_status.keys() if door_status[door] == "locked"])
         return cls(
-            rng=random.Random(config.get("random_seed", DEFAULT_RANDOM_SEED)),
+            rng=LazyRandom(config.get("random_seed", DEFAULT_RANDOM_SEED)),
             fuelLevel=values["fuelLevel"],
             batteryVoltage=values["batteryVoltage"],
             engine_state=values["engineState"],
