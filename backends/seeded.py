@@ -22,7 +22,10 @@ class LazyRandom:
         self._generator = None if type(seed) is int else random.Random(seed)
 
     def __getattr__(self, name: str) -> Any:
-        # Only reached for what the slots do not hold: the generator's own attributes.
+        # Only reached for what the slots do not hold: the generator's own attributes
+        # (and, on a copy under construction, the empty slots themselves).
+        if name in LazyRandom.__slots__:
+            raise AttributeError(name)
         if self._generator is None:
             self._generator = random.Random(self._seed)
         return getattr(self._generator, name)
