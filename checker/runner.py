@@ -83,7 +83,7 @@ def read_result_lines(
     seen: set[str] = set()
     with open(path, encoding="utf-8", errors="replace") as handle:
         for number, line in enumerate(handle, 1):
-            if not line.strip():
+            if line.isspace():  # (strip() would copy every line)
                 continue
             try:  # parsed here, not in a helper: how deep a line may nest depends on the stack
                 item = loads_result_line(line)
@@ -483,7 +483,7 @@ def _scan(result_file: ResultFile, known: set[str], problems: list[str]) -> Iter
     seen: set[str] = set()
     with open(path, encoding="utf-8", errors="replace") as handle:
         for number, line in enumerate(handle, 1):
-            if not line.strip():
+            if line.isspace():
                 continue
             start = _LINE_START.match(line)
             if start is not None:
