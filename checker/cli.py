@@ -56,9 +56,10 @@ def _run(result_dir: Path, score_dir: Path, data: str | None, options: Options, 
         problems.append(message)
         click.echo(f"warning: {message}", err=True)
 
-    total = sum(_count_lines(f.path) for f in files)
     started = time.perf_counter()
     show = sys.stderr.isatty()
+    # Counting the lines reads every file once more: only done for a progress bar.
+    total = sum(_count_lines(f.path) for f in files) if show else 0
     with click.progressbar(length=total, label="Scoring", file=sys.stderr, show_pos=True) if show else _NoBar() as bar:
         scores = score_tree(result_dir, score_dir, dataset, data, options, progress=bar.update,
                             report=report, files=files)
@@ -74,7 +75,7 @@ def _count_lines(path: Path) -> int:
     which the scorer then reports for that file alone."""
     try:
         with open(path, "rb") as handle:
-            return sum(1 for line in handle if line.strip())
+            return sum(1 for line in handle if not line.isspace())
     except OSError:
         return 0
 

@@ -75,12 +75,10 @@ def backend_class(class_name: str) -> type:
         raise KeyError(f"unknown backend class {class_name!r}") from None
 
 
-_NAME_SEPARATORS = str.maketrans("-./:", "____")
-
-
 def instance_name(owner: str, entry_id: str, class_name: str) -> str:
     """The name the reference gives a backend instance in its globals (``-./:`` become ``_``)."""
-    return f"{owner}_{entry_id}_{class_name}_instance".translate(_NAME_SEPARATORS)
+    name = f"{owner}_{entry_id}_{class_name}_instance"
+    return name.replace("-", "_").replace(".", "_").replace("/", "_").replace(":", "_")
 
 
 class EpisodeError(RuntimeError):

@@ -252,36 +252,60 @@ def write_score_file(
 
 
 class ScoreFileWriter:
-    """Streams one category's failed-entry lines to disk, then writes the score file
-    (summary line first) atomically; memory stays flat however many entries fail."""
+    """Collects one category's failed-entry lines, then writes the score file (summary
+    line first) atomically. Lines are kept in memory up to :attr:`BUFFER_CHARS`, beyond
+    which they go to a side file on disk: memory stays flat however many entries fail,
+    and the usual file is written in one go, without copying it from disk again."""
+
+    #: Characters of failure lines kept in memory before spilling to disk.
+    BUFFER_CHARS = 16 * 1024 * 1024
 
     def __init__(self, score_dir: str | os.PathLike, model_name: str, category: str):
         self.path = score_file_path(score_dir, model_name, category)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._body_path = self.path.with_name(f".{self.path.name}.body-{os.getpid()}")
-        self._body = open(self._body_path, "w", encoding="utf-8", errors="backslashreplace", newline="\n")
+        self._lines: list[str] = []
+        self._buffered = 0
+        self._body = None
 
     def add(self, line: str) -> None:
-        self._body.write(line)
-        self._body.write("\n")
+        if self._body is not None:
+            self._body.write(line)
+            self._body.write("\n")
+            return
+        self._lines.append(line)
+        self._buffered += len(line) + 1
+        if self._buffered > self.BUFFER_CHARS:
+            self._body = open(self._body_path, "w", encoding="utf-8", errors="backslashreplace", newline="\n")
+            self._body.write("".join(f"{buffered}\n" for buffered in self._lines))
+            self._lines = []
 
     def finish(self, correct_count: int, total_count: int) -> Path:
-        self._body.close()
         header = {"accuracy": correct_count / total_count, "correct_count": correct_count, "total_count": total_count}
         temporary = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}")
         try:
-            with open(temporary, "w", encoding="utf-8", newline="\n") as out, open(self._body_path, encoding="utf-8") as body:
-                out.write(dumps_line(header) + "\n")
-                shutil.copyfileobj(body, out, 1 << 20)
+            if self._body is None:
+                with open(temporary, "w", encoding="utf-8", errors="backslashreplace", newline="\n") as out:
+                    out.write(dumps_line(header) + "\n")
+                    out.write("".join(f"{line}\n" for line in self._lines))
+            else:
+                self._body.close()
+                with open(temporary, "w", encoding="utf-8", newline="\n") as out, \
+                        open(self._body_path, encoding="utf-8") as body:
+                    out.write(dumps_line(header) + "\n")
+                    shutil.copyfileobj(body, out, 1 << 20)
             os.replace(temporary, self.path)
         finally:
             temporary.unlink(missing_ok=True)
             self._body_path.unlink(missing_ok=True)
+            self._lines = []
         return self.path
 
     def abort(self) -> None:
-        self._body.close()
+        if self._body is not None:
+            self._body.close()
         self._body_path.unlink(missing_ok=True)
+        self._lines = []
 
 
 def read_score_file(path: str | os.PathLike) -> tuple[dict, dict[str, dict]]:

@@ -24,6 +24,7 @@ from checker.dataset import Dataset
 from checker.scores import (
     CSV_COLUMNS,
     ScoreFileError,
+    ScoreFileWriter,
     category_of_score_file,
     collect_scores,
     dumps_line,
@@ -319,3 +320,18 @@ def test_csv_rejects_unreadable_summary(tmp_path):
     with pytest.raises(ScoreFileError, match=r"BFCL_v4_multi_turn_miss_func_score\.json: the first line is not JSON"):
         write_leaderboard_csv(tmp_path)
 
+
+
+@pytest.mark.parametrize("buffer_chars", [0, 50, ScoreFileWriter.BUFFER_CHARS])
+def test_score_file_writer_spills_to_disk_with_the_same_bytes(tmp_path, monkeypatch, buffer_chars):
+    """Failure lines beyond the in-memory budget go to a side file; the score file is the same."""
+    monkeypatch.setattr(ScoreFileWriter, "BUFFER_CHARS", buffer_chars)
+    lines = [dumps_line({"id": f"multi_turn_base_{i}", "text": "naïve \ud800 " * i}) for i in range(6)]
+    writer = ScoreFileWriter(tmp_path / "ours", "m", "multi_turn_base")
+    for line in lines:
+        writer.add(line)
+    path = writer.finish(194, 200)
+    expected = write_score_file(tmp_path / "plain", "m", "multi_turn_base",
+                                [json.loads(line) for line in lines], 194, 200)
+    assert path.read_bytes() == expected.read_bytes()
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]  # no side or temporary file left
