@@ -34,7 +34,7 @@ import attrs
 
 from backends.long_context import RELATIVE_PATH as LONG_CONTEXT_PATH
 from backends.long_context import LongContextDataError, parse_long_context
-from checker.scores import RawJSON
+from checker.scores import RawJSON, raw_top_level_value
 
 #: The pinned reference release and its wheel.
 PINNED_VERSION = "2026.3.23"
@@ -253,8 +253,9 @@ class Dataset:
         #: sha256 of the wheel file, when opened from a wheel.
         self.sha256 = sha256
         self._entries: dict[str, list[dict]] = {}
-        #: Line text of each question-file entry, by ``id()`` of its object.
+        #: Line text of each question-file entry and possible answer, by ``id()`` of its object.
         self._entry_texts: dict[int, str] = {}
+        self._answer_texts: dict[int, str] = {}
         self._answers: dict[str, list[dict]] = {}
         self._entry_by_id: dict[str, dict[str, dict]] = {}
         self._answer_by_id: dict[str, dict[str, dict]] = {}
@@ -354,7 +355,7 @@ class Dataset:
         """The possible-answer lines (``id``, ``ground_truth``) of a category, in file order."""
         self._check_category(category)
         if category not in self._answers:
-            self._answers[category] = self._json_lines(answer_path(category))
+            self._answers[category] = self._json_lines(answer_path(category), self._answer_texts)
         return self._answers[category]
 
     def _index(self, category: str) -> None:
@@ -444,6 +445,18 @@ class Dataset:
             return None
         text = self._entry_texts.get(id(entry))
         return None if text is None else RawJSON(text.strip())
+
+    def ground_truth_json(self, entry_id: str) -> RawJSON | None:
+        """The ``ground_truth`` of this entry as the JSON text of its possible-answer line
+        (score files copy it instead of encoding it again); None if it cannot be had."""
+        answer = self.ground_truth_entry(entry_id)
+        text = self._answer_texts.get(id(answer))
+        if text is None:
+            return None
+        try:
+            return raw_top_level_value(text, "ground_truth")
+        except (ValueError, RecursionError):
+            return None
 
     # -- long-context extension
 

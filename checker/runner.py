@@ -15,7 +15,7 @@ import attrs
 
 from checker.dataset import Dataset
 from checker.model_decoders import decoder_for_model
-from checker.scores import ScoreFileWriter, dumps_line, loads_result_line, write_leaderboard_csv
+from checker.scores import ScoreFileWriter, dumps_line, loads_result_line, raw_value, write_leaderboard_csv
 from checker.verdict import INFERENCE_ERROR, evaluate_entry
 
 VERSION_PREFIX = "BFCL_v4"
@@ -185,6 +185,8 @@ def score_entry(dataset: Dataset, item: dict, model: str, category: str, options
         long_context_data=dataset.long_context_data,
         prompt_entry=lambda: dataset.prompt_json(entry_id) or dataset.prompt_entry(entry_id),
         inference_log=item.get("inference_log", ""),
+        model_result_json=raw_value(item, "result"),
+        possible_answer_json=lambda: dataset.ground_truth_json(entry_id),
         strict_irrelevance=options.strict_irrelevance,
         check_order=options.check_order,
     )
@@ -243,7 +245,7 @@ def _score_lines(dataset: Dataset, lines: list[tuple[str, str | None]], model: s
             item = None
         finally:
             sys.setrecursionlimit(limit)
-        if type(item) is not dict or "result" not in item or (
+        if not isinstance(item, dict) or "result" not in item or (
                 type(item.get("id")) is not str if expected is None else item.get("id") != expected):
             out.append(None)
             continue

@@ -118,9 +118,17 @@ _check_value = json.scanner.make_scanner(json.JSONDecoder(object_pairs_hook=len)
 RAW_KEYS = frozenset({"inference_log"})
 
 
+class ResultLine(dict):
+    """A result line's object, with the JSON text of each top-level value (``texts``,
+    by key) for values that score files copy as they are (``result``)."""
+
+    __slots__ = ("texts",)
+
+
 def loads_result_line(line: str) -> Any:
     """``json.loads(line)``, except that an object's ``inference_log`` comes back as
-    :class:`RawJSON`. Raises exactly what ``json.loads`` raises on the same text."""
+    :class:`RawJSON` and the object as a :class:`ResultLine` (with the text of its
+    ``result``). Raises exactly what ``json.loads`` raises on the same text."""
     try:
         parsed = _loads_object(line)
     except (ValueError, RecursionError, StopIteration, IndexError):
@@ -128,14 +136,28 @@ def loads_result_line(line: str) -> Any:
     return json.loads(line) if parsed is None else parsed
 
 
-def _loads_object(line: str) -> dict | None:
+def raw_value(item: Any, key: str) -> RawJSON | None:
+    """The JSON text of ``item[key]`` as read, if ``item`` came from :func:`loads_result_line`."""
+    texts = getattr(item, "texts", None)
+    return None if texts is None else texts.get(key)
+
+
+def raw_top_level_value(line: str, key: str) -> RawJSON | None:
+    """The JSON text of ``key``'s value in the JSON object ``line`` (None if absent, or
+    if the line is not an object this reader takes)."""
+    parsed = _loads_object(line, frozenset({key}))
+    return None if parsed is None else parsed.texts.get(key)
+
+
+def _loads_object(line: str, text_keys: frozenset = frozenset({"result"})) -> dict | None:
     """A top-level JSON object, key by key with the C scanner; None when the text is not
     one (the caller then lets ``json.loads`` decide and word the error)."""
     ws = _WHITESPACE.match
     index = ws(line, 0).end()
     if line[index] != "{":
         return None
-    out: dict = {}
+    out = ResultLine()
+    out.texts = {}
     index = ws(line, index + 1).end()
     if line[index] == "}":
         index += 1
@@ -153,6 +175,8 @@ def _loads_object(line: str) -> dict | None:
                 out[key] = RawJSON(line[start:index])
             else:
                 out[key], index = _scan_value(line, start)
+                if key in text_keys:
+                    out.texts[key] = RawJSON(line[start:index])
             index = ws(line, index).end()
             if line[index] == ",":
                 index = ws(line, index + 1).end()

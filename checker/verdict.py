@@ -290,8 +290,14 @@ def evaluate_entry(
     strict_irrelevance: bool = False,
     check_order: bool = False,
     trace: list[dict] | None = None,
+    model_result_json: Any = None,
+    possible_answer_json: Callable[[], Any] | None = None,
 ) -> dict:
     """Score one entry; ``{"valid": True}`` or the failure record the reference writes.
+
+    ``model_result_json`` (the result as the JSON text it was read from) and
+    ``possible_answer_json`` (a function giving the ground truth's text, or None) are
+    what the record holds for those values when given: score files then copy them.
 
     A failure record also gets, after the reference's keys, ``first_failing_turn`` (the
     index of the turn where checking failed) and ``turns_passed`` (the turns before it,
@@ -304,6 +310,14 @@ def evaluate_entry(
     entry_id = entry["id"]
 
     def failure(error: dict, turn: int, **extra: Any) -> dict:
+        if model_result_json is not None:
+            for key in ("model_result", "model_result_raw"):
+                if key in extra:
+                    extra[key] = model_result_json
+        if possible_answer_json is not None and "possible_answer" in extra:
+            answer = possible_answer_json()
+            if answer is not None:
+                extra["possible_answer"] = answer
         record = {
             "id": entry_id,
             "model_name": model_name,

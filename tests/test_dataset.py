@@ -174,6 +174,13 @@ def test_prompt_json_is_the_prompt_as_score_files_write_it(data, category):
         assert raw.text == json.dumps(prompt, ensure_ascii=False)
 
 
+@pytest.mark.parametrize("category", MULTI_TURN_CATEGORIES)
+def test_ground_truth_json_is_the_ground_truth_as_score_files_write_it(data, category):
+    for entry_id in data.ids(category):
+        raw = data.ground_truth_json(entry_id)
+        assert raw.text == json.dumps(data.ground_truth_for(entry_id), ensure_ascii=False)
+
+
 def test_long_context_data_equals_reference_constants(data):
     import importlib
 

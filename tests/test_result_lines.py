@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checker.scores import RawJSON, dumps_line, loads_result_line
+from checker.scores import RawJSON, dumps_line, loads_result_line, raw_value
 from tests.refenv import REAL_RESULTS
 
 _json = st.recursive(
@@ -55,6 +55,8 @@ def test_same_values_as_json_loads(case):
     assert _materialised(ours) == json.loads(text)
     if isinstance(ours, dict) and "inference_log" in ours:
         assert isinstance(ours["inference_log"], RawJSON)
+    if isinstance(ours, dict) and "result" in ours:  # the result's text, for score files
+        assert json.loads(raw_value(ours, "result").text) == ours["result"]
 
 
 def _error(function, text):
