@@ -301,7 +301,9 @@ class ScoreFileWriter:
         self._buffered += len(line) + 1
         if self._buffered > self.BUFFER_CHARS:
             self._body = open(self._body_path, "w", encoding="utf-8", errors="backslashreplace", newline="\n")
-            self._body.write("".join(f"{buffered}\n" for buffered in self._lines))
+            for buffered in self._lines:
+                self._body.write(buffered)
+                self._body.write("\n")
             self._lines = []
 
     def finish(self, correct_count: int, total_count: int) -> Path:
@@ -311,7 +313,9 @@ class ScoreFileWriter:
             if self._body is None:
                 with open(temporary, "w", encoding="utf-8", errors="backslashreplace", newline="\n") as out:
                     out.write(dumps_line(header) + "\n")
-                    out.write("".join(f"{line}\n" for line in self._lines))
+                    for line in self._lines:  # (joining first widens every line to the widest one's kind)
+                        out.write(line)
+                        out.write("\n")
             else:
                 self._body.close()
                 with open(temporary, "w", encoding="utf-8", newline="\n") as out, \
