@@ -49,6 +49,10 @@ def _plain_identifier(name: Any) -> bool:
     return known
 
 
+#: What a value becomes when it must be resolved per episode (exact types: _value makes them).
+_DEFERRED = frozenset({SourceString, NameRef, Container})
+
+
 class _Budget:
     __slots__ = ("elements",)
 
@@ -79,16 +83,18 @@ def _value(value: Any, budget: _Budget, depth: int) -> Any:
         if budget.elements > limits.MAX_LITERAL_ELEMENTS:
             raise RejectedInput(f"arguments have more than {limits.MAX_LITERAL_ELEMENTS} elements")
         items = [_value(v, budget, depth + 1) for v in value]
-        if any(isinstance(v, (SourceString, NameRef, Container)) for v in items):
-            return Container(kind, tuple(items))
+        for item in items:
+            if type(item) in _DEFERRED:
+                return Container(kind, tuple(items))
         return kind(items)
     if kind is dict:
         budget.elements += len(value)
         if budget.elements > limits.MAX_LITERAL_ELEMENTS:
             raise RejectedInput(f"arguments have more than {limits.MAX_LITERAL_ELEMENTS} elements")
         pairs = [(_value(k, budget, depth + 1), _value(v, budget, depth + 1)) for k, v in value.items()]
-        if any(isinstance(x, (SourceString, NameRef, Container)) for pair in pairs for x in pair):
-            return Container(dict, tuple(pairs))
+        for key, item in pairs:
+            if type(key) in _DEFERRED or type(item) in _DEFERRED:
+                return Container(dict, tuple(pairs))
         return dict(pairs)
     if kind is int and abs(value).bit_length() > limits.MAX_INT_DIGITS * 3.33:
         raise RejectedInput(f"integer longer than {limits.MAX_INT_DIGITS} digits")
