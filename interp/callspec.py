@@ -28,6 +28,20 @@ class CallSpec:
         return f"{self.name}({', '.join(parts)})"
 
 
+def make_spec(name: str, kwargs: tuple[tuple[str, Any], ...] = (), args: tuple[Any, ...] = ()) -> CallSpec:
+    """``CallSpec(name, args, kwargs)`` without the generated ``__init__`` (a hot path:
+    one per decoded call); the fields are set exactly as ``__init__`` sets them."""
+    spec = _new_spec(CallSpec)
+    _set(spec, "name", name)
+    _set(spec, "args", args)
+    _set(spec, "kwargs", kwargs)
+    return spec
+
+
+_new_spec = object.__new__
+_set = object.__setattr__
+
+
 @attrs.frozen
 class NameRef:
     """A bare name used as a value; under ``eval`` it raises ``NameError``."""

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from interp import limits
-from interp.callspec import CallSpec, Container, NameRef, SourceString
+from interp.callspec import CallSpec, Container, NameRef, SourceString, make_spec
 from interp.errors import RejectedInput
 from interp.text import REWRITE_PATTERN
 
@@ -32,21 +32,29 @@ def _is_plain_identifier(name: str) -> bool:
     return name.isidentifier() and name.isascii() and not keyword.iskeyword(name) and not name.startswith("__")
 
 
-#: Verdicts of :func:`_is_plain_identifier` on names seen so far (tool and argument names
-#: repeat endlessly); bounded, since hostile input can bring any number of names.
-_IDENTIFIERS: dict[str, bool] = {}
-_IDENTIFIERS_MAX = 4096
+#: Names seen to be plain identifiers (tool and argument names repeat endlessly);
+#: bounded, since hostile input can bring any number of names.
+_PLAIN_NAMES: set[str] = set()
+_PLAIN_NAMES_MAX = 4096
 
 
 def _plain_identifier(name: Any) -> bool:
     if type(name) is not str:
         return False
-    known = _IDENTIFIERS.get(name)
-    if known is None:
-        known = _is_plain_identifier(name)
-        if len(_IDENTIFIERS) < _IDENTIFIERS_MAX and len(name) <= 64:
-            _IDENTIFIERS[name] = known
-    return known
+    if name in _PLAIN_NAMES:
+        return True
+    if not _is_plain_identifier(name):
+        return False
+    if len(_PLAIN_NAMES) < _PLAIN_NAMES_MAX and len(name) <= 64:
+        _PLAIN_NAMES.add(name)
+    return True
+
+
+def _plain_call(name: Any, arguments: Mapping[str, Any]) -> bool:
+    """The function name and every keyword are plain identifiers."""
+    if type(name) is str and type(arguments) is dict and name in _PLAIN_NAMES and _PLAIN_NAMES.issuperset(arguments):
+        return True
+    return _plain_identifier(name) and all(map(_plain_identifier, arguments))
 
 
 #: What a value becomes when it must be resolved per episode (exact types: _value makes them).
@@ -111,12 +119,12 @@ def fc_call(name: str, arguments: Mapping[str, Any]) -> CallSpec | str | Rejecte
     plain call (the executor parses it safely), or a rejection past a limit."""
     if type(arguments) is not dict and not isinstance(arguments, Mapping):
         return RejectedInput(f"arguments must be an object, not {type(arguments).__name__}")
-    if not _plain_identifier(name) or not all(map(_plain_identifier, arguments)):
+    if not _plain_call(name, arguments):
         try:
             return reference_text(name, arguments)
         except Exception as exc:  # noqa: BLE001 - e.g. repr of a too-long integer
             return RejectedInput(f"cannot render arguments: {exc}")
-    budget = _Budget()
+    budget = None
     kwargs = []
     longest = limits.MAX_STRING_LENGTH
     try:
@@ -126,7 +134,9 @@ def fc_call(name: str, arguments: Mapping[str, Any]) -> CallSpec | str | Rejecte
             if (kind is str and "(" not in value and len(value) <= longest) or kind is bool or value is None:
                 kwargs.append((key, value))
             else:
+                if budget is None:
+                    budget = _Budget()
                 kwargs.append((key, _value(value, budget, 1)))
     except RejectedInput as exc:
         return exc
-    return CallSpec(name=name, kwargs=tuple(kwargs))
+    return make_spec(name, tuple(kwargs))
