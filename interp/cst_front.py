@@ -78,8 +78,14 @@ def _position(ctx: _Context, node: cst.CSTNode) -> int | None:
         positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
         if node in positions:
             start = positions[node].start
-            lines = ctx.source[ctx.offset :].split("\n")
-            return ctx.offset + sum(len(line) + 1 for line in lines[: start.line - 1]) + start.column
+            # Lines count from where the expression's own text starts (blank lines
+            # before it are not part of the tree).
+            root_code = _EMPTY_MODULE.code_for_node(ctx.root)
+            base = ctx.source.find(root_code, ctx.offset) if root_code else -1
+            if base < 0:
+                base = ctx.offset
+            lines = ctx.source[base:].split("\n")
+            return base + sum(len(line) + 1 for line in lines[: start.line - 1]) + start.column
     snippet = _EMPTY_MODULE.code_for_node(node).strip()
     found = ctx.source.find(snippet) if snippet else -1
     return found if found >= 0 else None
