@@ -52,8 +52,9 @@ def _plain_identifier(name: Any) -> bool:
 
 def _plain_call(name: Any, arguments: Mapping[str, Any]) -> bool:
     """The function name and every keyword are plain identifiers."""
-    if type(name) is str and type(arguments) is dict and name in _PLAIN_NAMES and _PLAIN_NAMES.issuperset(arguments):
-        return True
+    if type(name) is str and type(arguments) is dict and name in _PLAIN_NAMES:
+        if _PLAIN_NAMES.issuperset(arguments):
+            return True
     return _plain_identifier(name) and all(map(_plain_identifier, arguments))
 
 
