@@ -5,7 +5,6 @@ from __future__ import annotations
 import gc
 import os
 import sys
-import tempfile
 import time
 from collections import Counter
 from pathlib import Path

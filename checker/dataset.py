@@ -20,11 +20,9 @@ cache: treat them as read-only (``prompt_entry`` returns a fresh copy).
 from __future__ import annotations
 
 import ast
-import hashlib
 import json
 import os
 import shutil
-import tempfile
 import zipfile
 import zlib
 from pathlib import Path
@@ -140,6 +138,8 @@ def default_cache_dir() -> Path:
 
 
 def sha256_file(path: Path) -> str:
+    import hashlib  # (only when a digest is needed: not on the scoring path)
+
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
@@ -250,8 +250,7 @@ class Dataset:
         self._source = source
         #: The path the dataset was opened from (wheel file or package folder).
         self.location = location
-        #: sha256 of the wheel file, when opened from a wheel.
-        self.sha256 = sha256
+        self._sha256 = sha256
         self._entries: dict[str, list[dict]] = {}
         #: Line text of each question-file entry and possible answer, by ``id()`` of its object.
         self._entry_texts: dict[int, str] = {}
@@ -278,8 +277,7 @@ class Dataset:
                     f"{location} is not a bfcl-eval {'wheel' if source.kind == 'wheel' else 'dataset'}: "
                     f"missing {prefix}{relative}"
                 )
-        sha = sha256_file(location) if source.kind == "wheel" else None
-        return cls(source, location, sha256=sha)
+        return cls(source, location)
 
     @classmethod
     def _open_cache(cls, cache_dir: Path) -> "Dataset":
@@ -294,7 +292,16 @@ class Dataset:
                 f"{wheel} has sha256 {actual}, expected {WHEEL_SHA256}; "
                 f"delete it and run 'bfcl-safe data fetch' again"
             )
-        return cls.open(wheel)
+        dataset = cls.open(wheel)
+        dataset._sha256 = actual
+        return dataset
+
+    @property
+    def sha256(self) -> str | None:
+        """sha256 of the wheel file, when opened from a wheel (computed when first asked)."""
+        if self._sha256 is None and self._source.kind == "wheel":
+            self._sha256 = sha256_file(self.location)
+        return self._sha256
 
     # -- metadata
 
@@ -621,6 +628,8 @@ def fetch_dataset(cache_dir: str | os.PathLike | None = None, *, wheel: str | os
     target = cache / WHEEL_NAME
     if target.is_file() and sha256_file(target) == WHEEL_SHA256:
         return target
+    import tempfile  # (fetching only)
+
     try:
         cache.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
