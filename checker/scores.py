@@ -87,8 +87,10 @@ class RawJSON:
 
     A result line's ``inference_log`` is most of its bytes and is only ever copied into
     the score file: it is checked to be valid JSON when the line is read, but neither
-    built as objects nor encoded again. The score file holds the same value as the
-    reference's (which decodes and re-encodes it); the text is the result file's.
+    built as objects nor encoded again. The model's result, the prompt and the possible
+    answer are copied the same way from the lines they were read from. The score file
+    holds the same values as the reference's (which decodes and re-encodes them); the
+    text is the one read.
     """
 
     __slots__ = ("text",)
