@@ -4,8 +4,6 @@ the others: its problem is reported and everything else is scored."""
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import sys
 from pathlib import Path
