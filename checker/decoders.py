@@ -31,8 +31,10 @@ from interp.fastparse import parse_tree
 from interp.text import bracket_depth, python_syntax_error
 
 
-#: Prompting step texts up to this length are decoded once and remembered.
-CACHED_STEP_LENGTH = 4096
+#: Prompting step texts and FC argument texts up to this length are decoded once and
+#: remembered, CACHED_TEXTS of each at most (a few tens of MB at worst, whatever the input).
+CACHED_STEP_LENGTH = 2048
+CACHED_TEXTS = 2048
 
 
 class DecodeError(ValueError):
@@ -69,7 +71,7 @@ def _loads(text: str) -> Any:
 
 
 #: A failure is raised, so never remembered.
-_loads_cached = lru_cache(maxsize=8192)(_loads)
+_loads_cached = lru_cache(maxsize=CACHED_TEXTS)(_loads)
 
 
 def _fc_items(step: Any) -> list[tuple[Any, dict]]:
@@ -243,7 +245,7 @@ def _prompting_texts(step: Any) -> list[str]:
     return texts
 
 
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=CACHED_TEXTS)
 def _prompting_texts_cached(step: str) -> tuple[str, ...] | list[str]:
     """The call texts of a step text, as a tuple; a failure as ``[message]`` (a list, so
     it can never be mistaken for texts; kept as data, not as an exception object, whose
