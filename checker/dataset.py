@@ -32,7 +32,7 @@ import attrs
 
 from backends.long_context import RELATIVE_PATH as LONG_CONTEXT_PATH
 from backends.long_context import LongContextDataError, parse_long_context
-from checker.scores import RawJSON, raw_top_level_value
+from checker.scores import RawJSON, raw_top_level_value, top_level_span
 
 #: The pinned reference release and its wheel.
 PINNED_VERSION = "2026.3.23"
@@ -443,15 +443,22 @@ class Dataset:
         return entry
 
     def prompt_json(self, entry_id: str) -> RawJSON | None:
-        """:meth:`prompt_entry` without ``function``, as the JSON text of the question
-        file's line, when that line is exactly that value (no held-out functions to
-        replace, no ``function`` of its own); else None. Score files then copy the text
-        instead of encoding the entry again."""
+        """:meth:`prompt_entry` without ``function``, as JSON text: the question file's
+        line, with the held-out functions' names replaced by their docs where there are
+        some (only that value is encoded); None for a line with a ``function`` of its
+        own. Score files then copy the text instead of encoding the entry again."""
         entry = self.entry(entry_id)
-        if "missed_function" in entry or "function" in entry:
-            return None
         text = self._entry_texts.get(id(entry))
-        return None if text is None else RawJSON(text.strip())
+        if "function" in entry or text is None:
+            return None
+        text = text.strip()
+        if "missed_function" not in entry:
+            return RawJSON(text)
+        span = top_level_span(text, "missed_function")
+        if span is None:
+            return None
+        missed = json.dumps(self.prompt_entry(entry_id)["missed_function"], ensure_ascii=False)
+        return RawJSON(f"{text[: span[0]]}{missed}{text[span[1] :]}")
 
     def ground_truth_json(self, entry_id: str) -> RawJSON | None:
         """The ``ground_truth`` of this entry as the JSON text of its possible-answer line

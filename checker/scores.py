@@ -147,13 +147,22 @@ def raw_value(item: Any, key: str) -> RawJSON | None:
 def raw_top_level_value(line: str, key: str) -> RawJSON | None:
     """The JSON text of ``key``'s value in the JSON object ``line`` (None if absent, or
     if the line is not an object this reader takes)."""
-    parsed = _loads_object(line, frozenset({key}))
-    return None if parsed is None else parsed.texts.get(key)
+    span = top_level_span(line, key)
+    return None if span is None else RawJSON(line[span[0] : span[1]])
 
 
-def _loads_object(line: str, text_keys: frozenset = frozenset({"result"})) -> dict | None:
+def top_level_span(line: str, key: str) -> tuple[int, int] | None:
+    """Where the text of ``key``'s value is in the JSON object ``line`` (the last one, as
+    ``json.loads`` keeps the last); None if absent or if the line is not such an object."""
+    spans: dict[str, tuple[int, int]] = {}
+    return None if _loads_object(line, frozenset(), spans) is None else spans.get(key)
+
+
+def _loads_object(line: str, text_keys: frozenset = frozenset({"result"}),
+                  spans: dict[str, tuple[int, int]] | None = None) -> dict | None:
     """A top-level JSON object, key by key with the C scanner; None when the text is not
-    one (the caller then lets ``json.loads`` decide and word the error)."""
+    one (the caller then lets ``json.loads`` decide and word the error). ``spans``, if
+    given, receives where each value's text is."""
     ws = _WHITESPACE.match
     index = ws(line, 0).end()
     if line[index] != "{":
@@ -179,6 +188,8 @@ def _loads_object(line: str, text_keys: frozenset = frozenset({"result"})) -> di
                 out[key], index = _scan_value(line, start)
                 if key in text_keys:
                     out.texts[key] = RawJSON(line[start:index])
+            if spans is not None:
+                spans[key] = (start, index)
             index = ws(line, index).end()
             if line[index] == ",":
                 index = ws(line, index + 1).end()
