@@ -14,13 +14,13 @@ no tool ever writes to them.
 """
 
 import copy
-import random
 from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Any, Dict, List, Mapping, Optional, Union
 
 import attrs
 
+from backends.seeded import LazyRandom
 from interp.results import frozen_json
 from interp.tools import tool
 
@@ -145,11 +145,9 @@ class TradingBot:
     watch_list: list
     transaction_history: list
     long_context: Any
-    _seed: Any
     _extensions: Optional[Mapping[str, Any]] = None
-    #: Created on the first transaction (seeding costs more than the rest of a load);
-    #: nothing else draws from it, so the sequence is the reference's.
-    _random: Optional[random.Random] = None
+    #: Only transactions draw from it, so the sequence is the reference's.
+    _random: LazyRandom = attrs.field(factory=lambda: LazyRandom(DEFAULT_RANDOM_SEED))
 
     @classmethod
     def from_config(
@@ -196,11 +194,8 @@ class TradingBot:
                 _copy_shallow(config["transaction_history"]) if "transaction_history" in config else []
             ),
             long_context=long_context,
-            seed=seed,
             extensions=extensions,
-            # An int seed cannot fail; any other value is seeded now, so that a bad
-            # seed fails at load time like in the reference.
-            random=None if type(seed) is int else random.Random(seed),
+            random=LazyRandom(seed),
         )
 
     def public_state(self) -> dict[str, Any]:
@@ -230,8 +225,6 @@ class TradingBot:
         """
         start = int(CURRENT_TIME.timestamp())
         end = int((CURRENT_TIME + timedelta(days=1)).timestamp())
-        if self._random is None:
-            self._random = random.Random(self._seed)
         moment = datetime.fromtimestamp(self._random.randint(start, end))
         return moment.strftime(TIMESTAMP_FORMAT)
 
