@@ -7,12 +7,12 @@ one is marked ``Quirk:``). The inbox is a list of one-entry dicts
 
 from __future__ import annotations
 
-import copy
 import random
 from typing import Any, Dict, List, Mapping, Optional, Union
 
 import attrs
 
+from backends.config_data import copy_data
 from backends.seeded import LazyRandom
 from interp.tools import tool
 
@@ -32,25 +32,6 @@ def _default_inbox() -> list[dict[str, str]]:
         {"USR003": "Could you upload the file?"},
         {"USR004": "Could you upload the file?"},
     ]
-
-
-_SCALARS = (str, int, float, bool, type(None))
-
-
-def _copy_data(value: Any) -> Any:
-    """A deep copy of JSON-like data that skips immutable leaves; other objects go
-    through ``copy.deepcopy``. (Unlike ``deepcopy`` it does not keep aliasing between
-    parts of the config, which JSON-loaded data never has.)"""
-    kind = type(value)
-    if kind in _SCALARS:
-        return value
-    if kind is dict:
-        return {key: _copy_data(item) for key, item in value.items()}
-    if kind is list:
-        return [_copy_data(item) for item in value]
-    if kind is set:
-        return set(value)  # a set holds only hashable, so (for data) immutable, items
-    return copy.deepcopy(value)
 
 
 def _first_entry(message: dict) -> tuple[Any, Any]:
@@ -92,12 +73,12 @@ class MessageAPI:
         # Order of the reads follows the reference, so a bad config fails the same way.
         rng = LazyRandom(config.get("random_seed", DEFAULT_RANDOM_SEED))
         return cls(
-            generated_ids=_copy_data(config["generated_ids"]) if "generated_ids" in config else set(),
-            user_count=_copy_data(config["user_count"]) if "user_count" in config else 4,
-            user_map=_copy_data(config["user_map"]) if "user_map" in config else _default_user_map(),
-            inbox=_copy_data(config["inbox"]) if "inbox" in config else _default_inbox(),
-            message_count=_copy_data(config["message_count"]) if "message_count" in config else 3,
-            current_user=_copy_data(config["current_user"]) if "current_user" in config else None,
+            generated_ids=copy_data(config["generated_ids"]) if "generated_ids" in config else set(),
+            user_count=copy_data(config["user_count"]) if "user_count" in config else 4,
+            user_map=copy_data(config["user_map"]) if "user_map" in config else _default_user_map(),
+            inbox=copy_data(config["inbox"]) if "inbox" in config else _default_inbox(),
+            message_count=copy_data(config["message_count"]) if "message_count" in config else 3,
+            current_user=copy_data(config["current_user"]) if "current_user" in config else None,
             random=rng,
         )
 

@@ -7,30 +7,12 @@ scenario gave them (strings from JSON) and get int keys when added by a call.
 
 from __future__ import annotations
 
-import copy
 from typing import Any, Dict, List, Mapping, Union
 
 import attrs
 
+from backends.config_data import copy_data
 from interp.tools import tool
-
-_SCALARS = (str, int, float, bool, type(None))
-
-
-def _copy_data(value: Any) -> Any:
-    """A deep copy of JSON-like data that skips immutable leaves; other objects go
-    through ``copy.deepcopy``. (Unlike ``deepcopy`` it does not keep aliasing between
-    parts of the config, which JSON-loaded data never has.)"""
-    kind = type(value)
-    if kind in _SCALARS:
-        return value
-    if kind is dict:
-        return {key: _copy_data(item) for key, item in value.items()}
-    if kind is list:
-        return [_copy_data(item) for item in value]
-    if kind is set:
-        return set(value)
-    return copy.deepcopy(value)
 
 
 def _not_authenticated(action: str) -> dict[str, str]:
@@ -76,19 +58,19 @@ class TwitterAPI:
             raise ValueError("TwitterAPI.from_config: long_context=True needs long_context_data")
         tweets = config["tweets"] if "tweets" in config else {}
         return cls(
-            username=_copy_data(config["username"]) if "username" in config else "john",
-            password=_copy_data(config["password"]) if "password" in config else "john123",
-            authenticated=_copy_data(config["authenticated"]) if "authenticated" in config else False,
+            username=copy_data(config["username"]) if "username" in config else "john",
+            password=copy_data(config["password"]) if "password" in config else "john123",
+            authenticated=copy_data(config["authenticated"]) if "authenticated" in config else False,
             # The scenario's tweet ids are JSON strings; they become ints here.
-            tweets={int(key): _copy_data(tweet) for key, tweet in tweets.items()},
+            tweets={int(key): copy_data(tweet) for key, tweet in tweets.items()},
             # Quirk: comment keys are not converted, so loaded comments stay under "1"
             # while comments added later go under the int 1.
-            comments=_copy_data(config["comments"]) if "comments" in config else {},
-            retweets=_copy_data(config["retweets"]) if "retweets" in config else {},
+            comments=copy_data(config["comments"]) if "comments" in config else {},
+            retweets=copy_data(config["retweets"]) if "retweets" in config else {},
             following_list=(
-                _copy_data(config["following_list"]) if "following_list" in config else ["alice", "bob"]
+                copy_data(config["following_list"]) if "following_list" in config else ["alice", "bob"]
             ),
-            tweet_counter=_copy_data(config["tweet_counter"]) if "tweet_counter" in config else 0,
+            tweet_counter=copy_data(config["tweet_counter"]) if "tweet_counter" in config else 0,
         )
 
     def public_state(self) -> dict[str, Any]:
