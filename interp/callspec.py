@@ -80,6 +80,41 @@ class Failure:
     message: str
 
 
+#: The nodes a value holds when it must be resolved per episode, at run time (exact
+#: types: nothing subclasses them).
+DEFERRED = frozenset({CallSpec, NameRef, SourceString, Container, Failure})
+
+
+def is_deferred(value: Any) -> bool:
+    return type(value) in DEFERRED
+
+
+def sequence_value(kind: type, items: list) -> Any:
+    """What a list, tuple or set display of converted items is: a :class:`Container`
+    when an item is deferred, else the value itself (for a set of unhashable items, the
+    :class:`Failure` that evaluating it raises)."""
+    for item in items:
+        if type(item) in DEFERRED:
+            return Container(kind, tuple(items))
+    if kind is set:
+        try:
+            return set(items)
+        except TypeError as exc:
+            return Failure(TypeError, str(exc))
+    return kind(items)
+
+
+def dict_value(pairs: list) -> Any:
+    """:func:`sequence_value` for a dict display's ``(key, value)`` pairs."""
+    for key, item in pairs:
+        if type(key) in DEFERRED or type(item) in DEFERRED:
+            return Container(dict, tuple(pairs))
+    try:
+        return dict(pairs)
+    except TypeError as exc:
+        return Failure(TypeError, str(exc))
+
+
 def render_value(value: Any) -> str:
     if isinstance(value, CallSpec):
         return value.render()

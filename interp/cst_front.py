@@ -15,9 +15,9 @@ from typing import Any, Callable
 import libcst as cst
 
 from interp import limits
-from interp.callspec import CallSpec, Container, Failure, NameRef, SourceString
+from interp.callspec import CallSpec, Failure, NameRef, SourceString, dict_value, sequence_value
 from interp.errors import RejectedInput
-from interp.text import REWRITE_PATTERN, _is_deferred, bracket_depth
+from interp.text import REWRITE_PATTERN, bracket_depth
 
 _CONSTANTS = {"True": True, "False": False, "None": None}
 _EMPTY_MODULE = cst.Module(body=[])
@@ -209,14 +209,7 @@ def _sequence(node: cst.List | cst.Tuple | cst.Set, ctx: _Context, depth: int) -
             _reject(ctx, element, f"{_describe(element)} is not allowed")
         items.append(_convert(element.value, ctx, depth + 1))
     ctx.count(len(items), node)
-    if any(_is_deferred(v) for v in items):
-        return Container(kind, tuple(items))
-    if kind is set:
-        try:
-            return set(items)
-        except TypeError as exc:
-            return Failure(TypeError, str(exc))
-    return kind(items)
+    return sequence_value(kind, items)
 
 
 def _dict(node: cst.Dict, ctx: _Context, depth: int) -> Any:
@@ -228,12 +221,7 @@ def _dict(node: cst.Dict, ctx: _Context, depth: int) -> Any:
         value = _convert(element.value, ctx, depth + 1)
         pairs.append((key, value))
     ctx.count(len(pairs), node)
-    if any(_is_deferred(k) or _is_deferred(v) for k, v in pairs):
-        return Container(dict, tuple(pairs))
-    try:
-        return dict(pairs)
-    except TypeError as exc:
-        return Failure(TypeError, str(exc))
+    return dict_value(pairs)
 
 
 HANDLERS: dict[type, Callable[[Any, _Context, int], Any]] = {

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from interp import limits
-from interp.callspec import CallSpec, Container, NameRef, SourceString, make_spec
+from interp.callspec import CallSpec, NameRef, SourceString, dict_value, make_spec, sequence_value
 from interp.errors import RejectedInput
 from interp.text import REWRITE_PATTERN
 
@@ -58,10 +58,6 @@ def _plain_call(name: Any, arguments: Mapping[str, Any]) -> bool:
     return _plain_identifier(name) and all(map(_plain_identifier, arguments))
 
 
-#: What a value becomes when it must be resolved per episode (exact types: _value makes them).
-_DEFERRED = frozenset({SourceString, NameRef, Container})
-
-
 class _Budget:
     __slots__ = ("elements",)
 
@@ -91,20 +87,12 @@ def _value(value: Any, budget: _Budget, depth: int) -> Any:
         budget.elements += len(value)
         if budget.elements > limits.MAX_LITERAL_ELEMENTS:
             raise RejectedInput(f"arguments have more than {limits.MAX_LITERAL_ELEMENTS} elements")
-        items = [_value(v, budget, depth + 1) for v in value]
-        for item in items:
-            if type(item) in _DEFERRED:
-                return Container(kind, tuple(items))
-        return kind(items)
+        return sequence_value(kind, [_value(v, budget, depth + 1) for v in value])
     if kind is dict:
         budget.elements += len(value)
         if budget.elements > limits.MAX_LITERAL_ELEMENTS:
             raise RejectedInput(f"arguments have more than {limits.MAX_LITERAL_ELEMENTS} elements")
-        pairs = [(_value(k, budget, depth + 1), _value(v, budget, depth + 1)) for k, v in value.items()]
-        for key, item in pairs:
-            if type(key) in _DEFERRED or type(item) in _DEFERRED:
-                return Container(dict, tuple(pairs))
-        return dict(pairs)
+        return dict_value([(_value(k, budget, depth + 1), _value(v, budget, depth + 1)) for k, v in value.items()])
     if kind is int and abs(value).bit_length() > limits.MAX_INT_DIGITS * 3.33:
         raise RejectedInput(f"integer longer than {limits.MAX_INT_DIGITS} digits")
     return value

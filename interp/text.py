@@ -20,7 +20,7 @@ from functools import lru_cache
 from typing import Any
 
 from interp import limits
-from interp.callspec import CallSpec, Container, Failure, NameRef, SourceString
+from interp.callspec import CallSpec, NameRef, SourceString, dict_value, sequence_value
 from interp.errors import RejectedInput
 from interp.fastparse import parse_tree
 
@@ -28,10 +28,6 @@ from interp.fastparse import parse_tree
 REWRITE_PATTERN = re.compile(r"\b([a-zA-Z_]\w*)\s*(?=\()")
 #: Texts up to this length are cached (ground truth repeats across every model scored).
 CACHED_TEXT_LENGTH = 4096
-
-
-def _is_deferred(value: Any) -> bool:
-    return isinstance(value, (CallSpec, NameRef, SourceString, Container, Failure))
 
 
 #: Tokens for :func:`bracket_depth`: just enough of Python's to tell brackets,
@@ -162,23 +158,8 @@ def _from_tree(node: tuple) -> Any:
         value = node[2][1]
         return -value if node[1] == "-" else +value
     if kind == "dict":
-        pairs = [(_from_tree(k), _from_tree(v)) for k, v in node[1]]
-        if any(_is_deferred(k) or _is_deferred(v) for k, v in pairs):
-            return Container(dict, tuple(pairs))
-        try:
-            return dict(pairs)
-        except TypeError as exc:
-            return Failure(TypeError, str(exc))
-    items = [_from_tree(item) for item in node[1]]
-    container = {"list": list, "tuple": tuple, "set": set}[kind]
-    if any(_is_deferred(v) for v in items):
-        return Container(container, tuple(items))
-    if container is set:
-        try:
-            return set(items)
-        except TypeError as exc:
-            return Failure(TypeError, str(exc))
-    return container(items)
+        return dict_value([(_from_tree(k), _from_tree(v)) for k, v in node[1]])
+    return sequence_value({"list": list, "tuple": tuple, "set": set}[kind], [_from_tree(item) for item in node[1]])
 
 
 @lru_cache(maxsize=8192)
