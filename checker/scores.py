@@ -35,6 +35,8 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from interp.results import encode_with_stored
+
 VERSION_PREFIX = "BFCL_v4"
 MULTI_TURN_GROUP = "multi_turn"
 CSV_NAME = "data_multi_turn.csv"
@@ -201,9 +203,6 @@ def _loads_object(line: str, text_keys: frozenset = frozenset({"result"}),
     return out if ws(line, index).end() == len(line) else None
 
 
-_SPLICE = f"bfcl-safe raw JSON {os.urandom(16).hex()}"
-
-
 def dumps_line(entry: Any) -> str:
     """One score-file line, without the newline.
 
@@ -211,25 +210,16 @@ def dumps_line(entry: Any) -> str:
     (backend objects in failure details) goes through :func:`json_safe` first. Top-level
     :class:`RawJSON` values are written as their text.
     """
-    raws: list[RawJSON] = []
-    if type(entry) is dict:
-        for value in entry.values():
-            if type(value) is RawJSON:
-                raws.append(value)
-        if raws:
-            markers = iter(range(len(raws)))
-            entry = {k: f"{_SPLICE} {next(markers)}" if type(v) is RawJSON else v for k, v in entry.items()}
+    if type(entry) is dict and any(type(value) is RawJSON for value in entry.values()):
+        return encode_with_stored(entry, RawJSON, _dumps_record)
+    return _dumps_record(entry)
+
+
+def _dumps_record(entry: Any) -> str:
     try:
-        text = json.dumps(entry, ensure_ascii=False)
+        return json.dumps(entry, ensure_ascii=False)
     except (TypeError, ValueError):
-        text = json.dumps(json_safe(entry), ensure_ascii=False)
-    # The markers are random per process: no text from a result file or the dataset can
-    # hold them. Spliced from the last, so that earlier positions stay valid.
-    for index in range(len(raws) - 1, -1, -1):
-        marker = f'"{_SPLICE} {index}"'
-        at = text.rindex(marker)
-        text = f"{text[:at]}{raws[index].text}{text[at + len(marker):]}"
-    return text
+        return json.dumps(json_safe(entry), ensure_ascii=False)
 
 
 def _write_text(path: Path, text: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import json.encoder
 import os
-from typing import Any
+from typing import Any, Callable
 
 ERROR_PREFIX = "Error during execution: "
 
@@ -54,27 +54,39 @@ def frozen_json(values: list) -> FrozenJSON:
     return known[1]
 
 
-_MARK = f"bfcl-safe frozen {os.urandom(8).hex()} "
+_MARK = f"bfcl-safe stored JSON {os.urandom(8).hex()} "
 
 
-def _format_with_frozen(value: dict) -> str:
-    if any(type(item) is FrozenJSON and item.text is None for item in value.values()):
-        return format_result({key: list(item) if type(item) is FrozenJSON else item for key, item in value.items()})
+def encode_with_stored(value: dict, stored: type, encode: Callable[[Any], str]) -> str:
+    """``encode(value)``, except that each top-level value of type ``stored`` is written
+    as its JSON text (its ``text``) instead of being encoded: it is encoded as a marker
+    string, random per process so that no other text can hold it, then replaced."""
     texts = []
     plain = {}
     for key, item in value.items():
-        if type(item) is FrozenJSON:
+        if type(item) is stored:
             plain[key] = f"{_MARK}{len(texts)}"
             texts.append(item.text)
         else:
             plain[key] = item
-    try:
-        text = "".join(_encode(plain, 0)) if _encode is not None else json.dumps(plain)
-    except Exception:  # noqa: BLE001 - as in format_result, with the lists as lists
-        return str({key: list(item) if type(item) is FrozenJSON else item for key, item in value.items()})
-    for index, stored in enumerate(texts):
-        text = text.replace(f'"{_MARK}{index}"', stored, 1)
+    text = encode(plain)
+    for index, stored_text in enumerate(texts):
+        text = text.replace(f'"{_MARK}{index}"', stored_text, 1)
     return text
+
+
+def _dumps(value: dict) -> str:
+    return "".join(_encode(value, 0)) if _encode is not None else json.dumps(value)
+
+
+def _format_with_frozen(value: dict) -> str:
+    as_lists = {key: list(item) if type(item) is FrozenJSON else item for key, item in value.items()}
+    if any(type(item) is FrozenJSON and item.text is None for item in value.values()):
+        return format_result(as_lists)
+    try:
+        return encode_with_stored(value, FrozenJSON, _dumps)
+    except Exception:  # noqa: BLE001 - as in format_result, with the lists as lists
+        return str(as_lists)
 
 
 def format_result(value: Any) -> str:
@@ -89,7 +101,7 @@ def format_result(value: Any) -> str:
         if _ANY_FROZEN and any(type(item) is FrozenJSON for item in value.values()):
             return _format_with_frozen(value)
         try:
-            return "".join(_encode(value, 0)) if _encode is not None else json.dumps(value)
+            return _dumps(value)
         except Exception:  # noqa: BLE001 - the reference falls back on any failure
             return str(value)
     return str(value)
