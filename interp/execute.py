@@ -105,12 +105,12 @@ def _denylist_head(text: str, table: MethodTable) -> str:
 
 def run_call(call: Call, table: MethodTable) -> str:
     """Run one call (text, a decoded spec, or a rejection) and return its result string."""
-    if type(call) is CallSpec:
-        return _run_spec(call, table)
     if isinstance(call, CallSpec):
         # A spec's name is a plain identifier: the reference's head is the name itself.
-        head = call.name
-    elif isinstance(call, RejectedInput):
+        if call.name in DENYLIST:
+            return format_error(Exception(f"Function call {call.name} is not allowed."))
+        return _result(call, table)
+    if isinstance(call, RejectedInput):
         head = _denylist_head(call.source, table) if call.source else ""
     else:
         head = _denylist_head(call, table) if isinstance(call, str) else ""
@@ -119,12 +119,7 @@ def run_call(call: Call, table: MethodTable) -> str:
     try:
         if isinstance(call, RejectedInput):
             raise call
-        spec = call if isinstance(call, CallSpec) else parse_call(call)
-        value = _invoke(spec, table)
-        try:
-            return format_result(value)
-        except Exception as exc:  # noqa: BLE001 - e.g. str() of an int past 4300 digits: the
-            return format_error(exc)  # reference renders inside its try, so this is a result too
+        spec = parse_call(call)
     except RejectedInput as exc:
         if isinstance(call, str) and len(call) <= limits.MAX_SOURCE_LENGTH:
             # Where eval itself would fail to parse, report its exact message. (Longer texts
@@ -133,27 +128,24 @@ def run_call(call: Call, table: MethodTable) -> str:
             if syntax is not None:
                 return format_error(SyntaxError(syntax))
         return format_error(exc)
-    except _Raised as raised:
-        return format_error(raised.error)
     except RecursionError as exc:
-        # Deep nesting that passed the limits still must not crash the scorer.
         return format_error(exc)
+    return _result(spec, table)
 
 
-def _run_spec(spec: CallSpec, table: MethodTable) -> str:
-    """:func:`run_call` of a decoded spec (the same steps, without the text cases)."""
-    if spec.name in DENYLIST:
-        return format_error(Exception(f"Function call {spec.name} is not allowed."))
+def _result(spec: CallSpec, table: MethodTable) -> str:
+    """The result string of running ``spec``: its value rendered, or the error it raised."""
     try:
         value = _invoke(spec, table)
     except _Raised as raised:
         return format_error(raised.error)
     except (RejectedInput, RecursionError) as exc:
+        # (Deep nesting that passed the limits still must not crash the scorer.)
         return format_error(exc)
     try:
         return format_result(value)
-    except Exception as exc:  # noqa: BLE001 - as in run_call
-        return format_error(exc)
+    except Exception as exc:  # noqa: BLE001 - e.g. str() of an int past 4300 digits: the
+        return format_error(exc)  # reference renders inside its try, so this is a result too
 
 
 def run_step(calls: Sequence[Call] | Iterable[Call], table: MethodTable) -> list[str]:
