@@ -134,6 +134,23 @@ def replay_ground_truth(classes: Iterable[str], long_context_only: bool = False)
     return compared
 
 
+def assert_same_signatures(class_name: str) -> None:
+    """Every tool is defined in our class itself, with the reference's parameters: names,
+    order, kinds and defaults."""
+    from interp.tools import tool_names
+
+    ours_cls, ref_cls = our_backend_class(class_name), type(make_reference(class_name, {}))
+
+    def shape(function: Any) -> list[tuple]:
+        return [(p.name, p.kind, p.default) for p in inspect.signature(function).parameters.values()]
+
+    for name in tool_names(ours_cls):
+        assert name in vars(ours_cls), f"{class_name}.{name} is not defined directly in the class"
+        ours, ref = getattr(ours_cls, name), getattr(ref_cls, name)
+        assert shape(ours) == shape(ref), f"{class_name}.{name}: {shape(ours)} != {shape(ref)}"
+        assert ours.__qualname__ == f"{class_name}.{name}" == ref.__qualname__, name
+
+
 def assert_same_tool_set(class_name: str) -> None:
     """Our tools are exactly the reference's public methods (so that name resolution
     matches), and include every function in the wheel's tool docs."""

@@ -11,6 +11,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from backends.gorilla_file_system import Directory, File, GorillaFileSystem
 from tests.backend_harness import (
+    assert_same_signatures,
     assert_same_state,
     assert_same_tool_set,
     call,
@@ -27,6 +28,10 @@ CLASS = "GorillaFileSystem"
 
 def test_same_tool_set():
     assert_same_tool_set(CLASS)
+
+
+def test_same_signatures():
+    assert_same_signatures(CLASS)
 
 
 def test_ground_truth_replay():

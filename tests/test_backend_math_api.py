@@ -22,6 +22,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from backends.math_api import MathAPI
 from tests.backend_harness import call_args as shared_call_args
 from tests.backend_harness import (
+    assert_same_signatures,
     assert_same_state,
     assert_same_tool_set,
     call,
@@ -39,6 +40,10 @@ IMPERIAL_UNITS = ["in", "ft", "yd", "miles", "kg", "lb", "celsius", "fahrenheit"
 
 def test_same_tool_set():
     assert_same_tool_set(CLASS)
+
+
+def test_same_signatures():
+    assert_same_signatures(CLASS)
 
 
 def test_ground_truth_replay():

@@ -13,6 +13,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from backends.message_api import MessageAPI
 from tests.backend_harness import (
+    assert_same_signatures,
     assert_same_state,
     assert_same_tool_set,
     call,
@@ -58,13 +59,7 @@ def test_same_tool_set():
 
 
 def test_signatures_identical():
-    ref = make_reference(CLASS, {})
-    for name in reference_public_methods(ref):
-        ours_sig = inspect.signature(getattr(MessageAPI, name))
-        ref_sig = inspect.signature(getattr(type(ref), name))
-        shape = lambda sig: [(p.name, p.kind, p.default) for p in sig.parameters.values()]  # noqa: E731
-        assert shape(ours_sig) == shape(ref_sig), name
-        assert getattr(MessageAPI, name).__qualname__ == f"{CLASS}.{name}"
+    assert_same_signatures(CLASS)
 
 
 def test_replay_ground_truth():

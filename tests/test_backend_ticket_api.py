@@ -13,6 +13,7 @@ from backends.ticket_api import TicketAPI
 from interp.results import format_error, format_result
 from tests.backend_harness import call_args as shared_call_args
 from tests.backend_harness import (
+    assert_same_signatures,
     assert_same_state,
     assert_same_tool_set,
     call,
@@ -32,6 +33,10 @@ METHODS = (
 
 def test_same_tool_set():
     assert_same_tool_set(CLASS)
+
+
+def test_same_signatures():
+    assert_same_signatures(CLASS)
 
 
 def test_ground_truth_replay():

@@ -16,6 +16,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
 from backends.trading_bot import TradingBot
 from tests.backend_harness import (
+    assert_same_signatures,
     assert_same_state,
     assert_same_tool_set,
     call,
@@ -61,6 +62,10 @@ def both(ours, ref, name: str, args: tuple = (), kwargs: dict | None = None) -> 
 
 def test_same_tool_set():
     assert_same_tool_set(CLASS)
+
+
+def test_same_signatures():
+    assert_same_signatures(CLASS)
 
 
 def test_ground_truth_replay():

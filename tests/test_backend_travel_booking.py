@@ -15,6 +15,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from backends.long_context import load_long_context
 from backends.travel_booking import AIRPORTS, BASE_FARES, CITY_AIRPORTS, TravelAPI
 from tests.backend_harness import (
+    assert_same_signatures,
     assert_same_state,
     assert_same_tool_set,
     call,
@@ -109,20 +110,7 @@ def test_same_tool_set():
 
 
 def test_same_signatures():
-    """Names, order, kinds and defaults of every tool's parameters match the reference."""
-    import inspect
-
-    from interp.tools import tool_names
-    from tests.refenv import reference_backend_class
-
-    ref_cls = reference_backend_class(CLASS)
-
-    def shape(func):
-        return [(p.name, p.kind, p.default) for p in inspect.signature(func).parameters.values()]
-
-    for name in tool_names(TravelAPI):
-        assert name in vars(TravelAPI), f"{name} is not defined directly in the class"
-        assert shape(getattr(TravelAPI, name)) == shape(getattr(ref_cls, name)), name
+    assert_same_signatures(CLASS)
 
 
 def test_ground_truth_replay():

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import inspect
 import math
 
 import pytest
@@ -12,8 +11,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from backends.vehicle_control import DISTANCES_KM, ZIPCODES, VehicleControlAPI
-from interp.tools import tool_names
 from tests.backend_harness import (
+    assert_same_signatures,
     assert_same_state,
     assert_same_tool_set,
     call,
@@ -21,7 +20,6 @@ from tests.backend_harness import (
     long_context_data,
     make_ours,
     make_reference,
-    reference_backend_class,
     replay_ground_truth,
 )
 
@@ -56,15 +54,8 @@ def test_same_tool_set():
     assert_same_tool_set(CLASS)
 
 
-@pytest.mark.parametrize("name", tool_names(VehicleControlAPI))
-def test_same_signature(name):
-    def shape(func):
-        return [(p.name, p.kind, p.default) for p in inspect.signature(func).parameters.values()]
-
-    ours = getattr(VehicleControlAPI, name)
-    ref = getattr(reference_backend_class(CLASS), name)
-    assert shape(ours) == shape(ref)
-    assert ours.__qualname__ == ref.__qualname__
+def test_same_signatures():
+    assert_same_signatures(CLASS)
 
 
 def test_ground_truth_replay():
