@@ -4,12 +4,26 @@ from __future__ import annotations
 
 import copy
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from checker.dataset import Dataset
-from tests.refenv import import_reference, wheel
+from tests.refenv import REAL_RESULTS, import_reference, wheel
 
 CATEGORIES = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context")
+#: The real model run in ../shared/real-results and its model folder.
+REAL_RUN = REAL_RESULTS / "gpt-oss-120b-vllm-0.10.2"
+REAL_MODEL = "openai_gpt-oss-120b"
+
+
+def real_results_subset(tmp_path: Path, lines: int) -> Path:
+    """A result tree with the first ``lines`` entries of each of the real result files."""
+    result_dir = tmp_path / "result"
+    for source in (REAL_RUN / "result" / REAL_MODEL / "multi_turn").glob("*.json"):
+        target = result_dir / REAL_MODEL / "multi_turn" / source.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("".join(source.read_text(encoding="utf-8").splitlines(keepends=True)[:lines]), encoding="utf-8")
+    return result_dir
 
 
 @lru_cache(maxsize=None)

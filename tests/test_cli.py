@@ -3,32 +3,16 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from checker.cli import main
-from tests.refenv import REAL_RESULTS, wheel
+from tests.checker_support import REAL_MODEL, REAL_RUN, real_results_subset
+from tests.refenv import wheel
 
-RUN = REAL_RESULTS / "gpt-oss-120b-vllm-0.10.2"
-MODEL = "openai_gpt-oss-120b"
+RUN, MODEL = REAL_RUN, REAL_MODEL
 
-
-@pytest.fixture
-def runner():
-    return CliRunner(mix_stderr=False) if "mix_stderr" in CliRunner.__init__.__code__.co_varnames else CliRunner()
-
-
-def _subset(tmp_path: Path, lines: int = 12) -> Path:
-    """A result tree with the first ``lines`` entries of each real result file."""
-    result_dir = tmp_path / "result"
-    for source in (RUN / "result" / MODEL / "multi_turn").glob("*.json"):
-        target = result_dir / MODEL / "multi_turn" / source.name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text("".join(source.read_text(encoding="utf-8").splitlines(keepends=True)[:lines]), encoding="utf-8")
-    return result_dir
 
 
 def _official(category: str) -> dict[str, str]:
@@ -48,7 +32,7 @@ needs_real = pytest.mark.skipif(not RUN.is_dir(), reason="../shared/real-results
 @needs_real
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_evaluate_writes_score_files_with_official_verdicts(runner, tmp_path, jobs):
-    result_dir = _subset(tmp_path)
+    result_dir = real_results_subset(tmp_path, 12)
     score_dir = tmp_path / "score"
     out = runner.invoke(main, ["evaluate", "--result-dir", str(result_dir), "--score-dir", str(score_dir),
                                "--data", str(wheel()), "--jobs", str(jobs), "--partial"])
@@ -64,7 +48,7 @@ def test_evaluate_writes_score_files_with_official_verdicts(runner, tmp_path, jo
 
 @needs_real
 def test_missing_entries_count_as_failed_without_partial(runner, tmp_path):
-    result_dir = _subset(tmp_path, lines=5)
+    result_dir = real_results_subset(tmp_path, 5)
     score_dir = tmp_path / "score"
     out = runner.invoke(main, ["evaluate", "--result-dir", str(result_dir), "--score-dir", str(score_dir),
                                "--data", str(wheel())])
@@ -77,7 +61,7 @@ def test_missing_entries_count_as_failed_without_partial(runner, tmp_path):
 
 @needs_real
 def test_malformed_lines_are_reported_and_the_rest_is_scored(runner, tmp_path):
-    result_dir = _subset(tmp_path, lines=6)
+    result_dir = real_results_subset(tmp_path, 6)
     path = result_dir / MODEL / "multi_turn" / "BFCL_v4_multi_turn_base_result.json"
     lines = path.read_text().splitlines()
     lines.insert(2, "{not json")
@@ -158,7 +142,7 @@ def test_data_fetch_from_a_local_wheel(runner, tmp_path, monkeypatch):
 
 @needs_real
 def test_an_unreadable_result_file_is_reported_and_the_others_are_scored(runner, tmp_path):
-    result_dir = _subset(tmp_path, lines=4)
+    result_dir = real_results_subset(tmp_path, 4)
     broken = result_dir / MODEL / "multi_turn" / "BFCL_v4_multi_turn_long_context_result.json"
     broken.symlink_to(tmp_path / "does-not-exist.json")  # found by the walk, cannot be opened
     score_dir = tmp_path / "score"

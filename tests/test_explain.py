@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from checker.cli import main
 from checker.explain import state_diff
@@ -18,11 +17,6 @@ RESULT = RUN / "result"
 MODEL = "openai_gpt-oss-120b"
 
 needs_real = pytest.mark.skipif(not RUN.is_dir(), reason="../shared/real-results is not available")
-
-
-@pytest.fixture
-def runner():
-    return CliRunner(mix_stderr=False) if "mix_stderr" in CliRunner.__init__.__code__.co_varnames else CliRunner()
 
 
 def _explain(runner, *args: str, result_dir: Path = RESULT):

@@ -12,7 +12,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
 from click.testing import CliRunner
 
 from checker.cli import main
@@ -23,11 +22,6 @@ from tests.refenv import wheel
 MODEL = "malformed-results-model"  # not in the registry: steps decoded with 'auto'
 BASE = "multi_turn_base"
 INFERENCE_ERROR = "multi_turn:inference_error"
-
-
-@pytest.fixture
-def runner() -> CliRunner:
-    return CliRunner(mix_stderr=False) if "mix_stderr" in CliRunner.__init__.__code__.co_varnames else CliRunner()
 
 
 def _stderr(out: Any) -> str:

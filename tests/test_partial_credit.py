@@ -13,23 +13,14 @@ from click.testing import CliRunner
 
 from checker.cli import main
 from checker.scores import CSV_COLUMNS, TURN_ACCURACY_COLUMN, write_leaderboard_csv
-from tests.checker_support import dataset
-from tests.refenv import REAL_RESULTS, wheel
+from tests.checker_support import REAL_MODEL, REAL_RUN, dataset, real_results_subset
+from tests.refenv import wheel
 
-RUN = REAL_RESULTS / "gpt-oss-120b-vllm-0.10.2"
-MODEL = "openai_gpt-oss-120b"
+RUN, MODEL = REAL_RUN, REAL_MODEL
 CATEGORIES = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param")
 
 pytestmark = pytest.mark.skipif(not RUN.is_dir(), reason="../shared/real-results is not available")
 
-
-def _subset(tmp_path: Path, lines: int = 40) -> Path:
-    result_dir = tmp_path / "result"
-    for source in (RUN / "result" / MODEL / "multi_turn").glob("*.json"):
-        target = result_dir / MODEL / "multi_turn" / source.name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text("".join(source.read_text(encoding="utf-8").splitlines(keepends=True)[:lines]), encoding="utf-8")
-    return result_dir
 
 
 def _evaluate(result_dir: Path, score_dir: Path, *extra: str) -> None:
@@ -46,7 +37,7 @@ def _lines(score_dir: Path, category: str) -> list[dict]:
 @pytest.fixture(scope="module")
 def scored(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("partial")
-    result_dir = _subset(tmp)
+    result_dir = real_results_subset(tmp, 40)
     _evaluate(result_dir, tmp / "plain")
     _evaluate(result_dir, tmp / "credit", "--partial-credit")
     return tmp
