@@ -270,12 +270,14 @@ def write_score_file(
             f"correct_count ({correct_count}) + failed entries ({len(failed_entries)}) "
             f"!= total_count ({total_count})"
         )
-    header = {"accuracy": correct_count / total_count, "correct_count": correct_count, "total_count": total_count}
-    lines = [dumps_line(header)]
-    lines.extend(dumps_line(entry) for entry in failed_entries)
-    path = score_file_path(score_dir, model_name, category)
-    _write_text(path, "".join(line + "\n" for line in lines))
-    return path
+    writer = ScoreFileWriter(score_dir, model_name, category)
+    try:
+        for entry in failed_entries:
+            writer.add(dumps_line(entry))
+    except BaseException:
+        writer.abort()
+        raise
+    return writer.finish(correct_count, total_count)
 
 
 class ScoreFileWriter:
@@ -297,16 +299,13 @@ class ScoreFileWriter:
 
     def add(self, line: str) -> None:
         if self._body is not None:
-            self._body.write(line)
-            self._body.write("\n")
+            _write_lines(self._body, [line])
             return
         self._lines.append(line)
         self._buffered += len(line) + 1
         if self._buffered > self.BUFFER_CHARS:
             self._body = open(self._body_path, "w", encoding="utf-8", errors="backslashreplace", newline="\n")
-            for buffered in self._lines:
-                self._body.write(buffered)
-                self._body.write("\n")
+            _write_lines(self._body, self._lines)
             self._lines = []
 
     def finish(self, correct_count: int, total_count: int) -> Path:
@@ -315,10 +314,7 @@ class ScoreFileWriter:
         try:
             if self._body is None:
                 with open(temporary, "w", encoding="utf-8", errors="backslashreplace", newline="\n") as out:
-                    out.write(dumps_line(header) + "\n")
-                    for line in self._lines:  # (joining first widens every line to the widest one's kind)
-                        out.write(line)
-                        out.write("\n")
+                    _write_lines(out, [dumps_line(header), *self._lines])
             else:
                 self._body.close()
                 with open(temporary, "w", encoding="utf-8", newline="\n") as out, \
@@ -337,6 +333,14 @@ class ScoreFileWriter:
             self._body.close()
         self._body_path.unlink(missing_ok=True)
         self._lines = []
+
+
+def _write_lines(handle: Any, lines: Iterable[str]) -> None:
+    # One by one: joining them first would widen every line to the widest one's
+    # character kind (and copy them all once more).
+    for line in lines:
+        handle.write(line)
+        handle.write("\n")
 
 
 def read_score_file(path: str | os.PathLike) -> tuple[dict, dict[str, dict]]:

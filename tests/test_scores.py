@@ -331,7 +331,9 @@ def test_score_file_writer_spills_to_disk_with_the_same_bytes(tmp_path, monkeypa
     for line in lines:
         writer.add(line)
     path = writer.finish(194, 200)
-    expected = write_score_file(tmp_path / "plain", "m", "multi_turn_base",
-                                [json.loads(line) for line in lines], 194, 200)
-    assert path.read_bytes() == expected.read_bytes()
+    # The format itself: the summary line, then the lines, each ended by "\n", in UTF-8
+    # with lone surrogates written as their escapes.
+    header = dumps_line({"accuracy": 194 / 200, "correct_count": 194, "total_count": 200})
+    expected = "".join(f"{line}\n" for line in [header, *lines]).encode("utf-8", "backslashreplace")
+    assert path.read_bytes() == expected
     assert sorted(p.name for p in path.parent.iterdir()) == [path.name]  # no side or temporary file left
