@@ -39,7 +39,7 @@ def replicate(result_dir: Path, out: Path, factor: int) -> Path:
 def peak(result_dir: Path, dataset: Dataset) -> tuple[int, int]:
     with tempfile.TemporaryDirectory() as score_dir:
         tracemalloc.reset_peak()
-        scores = score_tree(result_dir, Path(score_dir), dataset, str(wheel()), Options(decoder="auto"))
+        scores = score_tree(result_dir, Path(score_dir), dataset, Options(decoder="auto"))
         _, top = tracemalloc.get_traced_memory()
     return sum(s.total for s in scores), top
 

@@ -42,7 +42,7 @@ def _print_table(scores: list[FileScore]) -> None:
         )
 
 
-def _run(result_dir: Path, score_dir: Path, data: str | None, options: Options, dataset: Dataset) -> list[FileScore]:
+def _run(result_dir: Path, score_dir: Path, options: Options, dataset: Dataset) -> list[FileScore]:
     files = find_result_files(result_dir)
     if not files:
         raise click.ClickException(
@@ -60,7 +60,7 @@ def _run(result_dir: Path, score_dir: Path, data: str | None, options: Options, 
     # Counting the lines reads every file once more: only done for a progress bar.
     total = sum(_count_lines(f.path) for f in files) if show else 0
     with click.progressbar(length=total, label="Scoring", file=sys.stderr, show_pos=True) if show else _NoBar() as bar:
-        scores = score_tree(result_dir, score_dir, dataset, data, options, progress=bar.update,
+        scores = score_tree(result_dir, score_dir, dataset, options, progress=bar.update,
                             report=report, files=files)
     elapsed = time.perf_counter() - started
     _print_table(scores)
@@ -130,7 +130,7 @@ def evaluate(result_dir: Path, score_dir: Path, data: str | None, jobs: int, dec
         dataset = _open_dataset(data)
         options = Options(decoder=decoder, jobs=jobs, strict_irrelevance=strict_irrelevance,
                           check_order=check_order, partial=partial, partial_credit=partial_credit)
-        _run(result_dir, score_dir, data, options, dataset)
+        _run(result_dir, score_dir, options, dataset)
     except (DatasetError, OSError) as exc:
         raise click.ClickException(str(exc)) from None
 
@@ -152,7 +152,7 @@ def demo(score_dir: Path, data: str | None, entries: int, jobs: int) -> None:
         result_dir = score_dir / "result"
         write_demo_results(dataset, result_dir, entries)
         click.echo(f"Demo results written to {result_dir}", err=True)
-        _run(result_dir, score_dir / "score", data, Options(jobs=jobs, partial=True, decoder="auto"), dataset)
+        _run(result_dir, score_dir / "score", Options(jobs=jobs, partial=True, decoder="auto"), dataset)
     except (DatasetError, OSError) as exc:
         raise click.ClickException(str(exc)) from None
 

@@ -4,6 +4,7 @@ the others: its problem is reported and everything else is scored."""
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any, Callable, Iterator, Sequence
 import attrs
 
 from checker.dataset import Dataset
+from checker.forked import MAX_TASKS, can_fork, share_out
 from checker.model_decoders import decoder_for_model
 from checker.scores import ScoreFileWriter, dumps_line, loads_result_line, raw_value, write_leaderboard_csv
 from checker.verdict import INFERENCE_ERROR, evaluate_entry
@@ -146,15 +148,6 @@ def _shown(value: Any) -> str:
 
 # ------------------------------------------------------------------ worker side
 
-_WORKER_DATASET: Dataset | None = None
-
-
-def _init_worker(data: str | None) -> None:
-    global _WORKER_DATASET
-    if _WORKER_DATASET is None:  # forked workers inherit the parent's loaded dataset
-        _WORKER_DATASET = Dataset.open(data)
-
-
 @attrs.frozen
 class Outcome:
     """One scored entry: the verdict in brief, and the score-file line when it failed."""
@@ -251,14 +244,6 @@ def _score_lines(dataset: Dataset, lines: list[tuple[str, str | None]], model: s
     return out
 
 
-def _score_chunk(args: tuple[list[tuple[str, str | None]], str, str, Options]) -> list:
-    """Worker side of :func:`_score_lines`: text crosses the process boundary much
-    faster than the parsed objects (model logs are large)."""
-    lines, model, category, options = args
-    assert _WORKER_DATASET is not None
-    return _score_lines(_WORKER_DATASET, lines, model, category, options)
-
-
 # ------------------------------------------------------------------ driver side
 
 
@@ -266,7 +251,6 @@ def score_tree(
     result_dir: Path,
     score_dir: Path,
     dataset: Dataset,
-    data_path: str | None,
     options: Options = Options(),
     *,
     progress: Callable[[int], None] | None = None,
@@ -285,43 +269,32 @@ def score_tree(
             decoders[result_file.model] = decoder_for_model(result_file.model, dataset, report)
         return attrs.evolve(options, decoder=decoders[result_file.model])
 
-    if options.jobs > 1 and files:
-        from concurrent.futures import ProcessPoolExecutor  # not imported for one-process runs
-
-        global _WORKER_DATASET
-        # Load what the workers need first: forked workers then share it instead of
-        # each parsing the dataset again (spawned ones open ``data_path`` themselves).
+    if options.jobs > 1 and files and can_fork():
+        # Load what every process needs first: forked processes then share it instead of
+        # each parsing the dataset again.
         for result_file in files:
             dataset.entries(result_file.category)
             dataset.ground_truth(result_file.category)
             if "long_context" in result_file.category:
                 dataset.long_context_data()
-        _WORKER_DATASET = dataset
-        pool = ProcessPoolExecutor(max_workers=options.jobs, initializer=_init_worker, initargs=(data_path,))
-        # Each file is handed to the pool before the previous one is collected, so the
-        # workers never wait for the main process, which parses only lines that do not
-        # start as expected. Messages come out in the order they always did with a pool:
-        # a file's notes and problems, then the internal errors of the file before it.
+        # Every file is read first (lines are only looked at, not parsed); the lines are
+        # then scored in chunks by this process and its forked children; files are then
+        # collected in order. Messages come out in the order a serial run writes them,
+        # and nothing is written that a serial run would not have written before failing.
         # (The calls below keep the stack depth of the serial path where lines are parsed
         # or scored in this process: how deep a line may nest depends on it.)
-        try:
-            batches = [_hand_over(files[0], file_options, dataset, pool, len(files) == 1)]
-            previous: _Done | None = None
-            for number in range(len(files)):
-                if number + 1 < len(files):
-                    batches.append(_hand_over(files[number + 1], file_options, dataset, pool,
-                                              number + 2 == len(files)))
-                # Nothing is written that a serial run would not have written before failing.
-                write = (previous is None or previous.error is None) and (len(batches) < 2 or
-                                                                         batches[1].error is None)
-                done = _collect(batches.pop(0), score_dir, dataset, progress, report, write)
-                if previous is not None:
-                    scores.append(previous())
-                previous = done
-            assert previous is not None
-            scores.append(previous())
-        finally:
-            pool.shutdown(cancel_futures=True)
+        batches = [_hand_over(result_file, file_options, dataset) for result_file in files]
+        results = _score_batches(dataset, batches, options.jobs, progress)
+        previous: _Done | None = None
+        for number, batch in enumerate(batches):
+            following = batches[number + 1] if number + 1 < len(batches) else None
+            write = (previous is None or previous.error is None) and (following is None or following.error is None)
+            done = _collect(batch, results, score_dir, dataset, progress, report, write)
+            if previous is not None:
+                scores.append(previous())
+            previous = done
+        assert previous is not None
+        scores.append(previous())
     else:
         for result_file in files:
             scores.append(_prepare_file(result_file, score_dir, dataset, file_options(result_file, report), progress,
@@ -404,8 +377,8 @@ _LINE_START = re.compile(r'\{"id": "([^"\\]*)", ')
 
 @attrs.define
 class _Batch:
-    """A result file handed to the pool: what the main process found in it, and the
-    chunks of line texts being scored."""
+    """A result file read for scoring in several processes: what the main process found
+    in it, and the chunks its kept lines are scored in."""
 
     result_file: ResultFile
     options: Options
@@ -415,8 +388,11 @@ class _Batch:
     problems: list[str] = attrs.Factory(list)
     #: The lines kept, in id order: (id, entry if parsed here else None, line number, text).
     entries: list[tuple[str, dict | None, int, str]] = attrs.Factory(list)
-    #: (number of lines, future or None where it could not be submitted), per chunk.
-    futures: list = attrs.Factory(list)
+    #: The kept lines to score: (text, id the main process found at its start, or None
+    #: where it parsed the line itself), in id order.
+    lines: list[tuple[str, str | None]] = attrs.Factory(list)
+    #: (first line, number of lines, task number) per chunk of ``lines``.
+    chunks: list[tuple[int, int, int]] = attrs.Factory(list)
     unreadable: OSError | None = None
     #: Raised when the file is collected, where a serial run raises it.
     error: Exception | None = None
@@ -440,11 +416,11 @@ class _Done:
         return self.score
 
 
-def _hand_over(result_file: ResultFile, file_options, dataset: Dataset, pool, last: bool) -> _Batch:
-    """Read a file and hand its entries to the pool. A line that starts as ``json.dumps``
+def _hand_over(result_file: ResultFile, file_options, dataset: Dataset) -> _Batch:
+    """Read a file for scoring in several processes. A line that starts as ``json.dumps``
     writes an entry of this category, with an id met for the first time and in the
-    dataset, is not parsed here: a worker parses it and checks it is what it seems. Any
-    other line is read here exactly as a serial run reads it."""
+    dataset, is not parsed here: the process scoring it parses it and checks it is what
+    it seems. Any other line is read here exactly as a serial run reads it."""
     notes: list[str] = []
     batch = _Batch(result_file, Options(), notes)
     try:
@@ -459,23 +435,87 @@ def _hand_over(result_file: ResultFile, file_options, dataset: Dataset, pool, la
         batch.error = exc
         return batch
     batch.entries.sort(key=lambda entry: _id_order(entry[0]))
-    lines = [(text, entry_id if item is None else None)
-             for entry_id, item, _, text in batch.entries if entry_id in known]
-    jobs = batch.options.jobs
-    size = max(1, min(25, len(lines) // (jobs * 4) or 1))
-    model, category = result_file.model, result_file.category
-    start = 0
-    while start < len(lines):
-        if last:  # smaller chunks towards the end: the workers finish together
-            size = max(2, min(25, (len(lines) - start) // (jobs * 3)))
-        chunk = lines[start : start + size]
-        try:
-            future = pool.submit(_score_chunk, (chunk, model, category, batch.options))
-        except Exception:  # noqa: BLE001 - a broken pool: these entries are scored here
-            future = None
-        batch.futures.append((len(chunk), future))
-        start += size
+    batch.lines = [(text, entry_id if item is None else None)
+                   for entry_id, item, _, text in batch.entries if entry_id in known]
     return batch
+
+
+def _score_batches(dataset: Dataset, batches: list[_Batch], jobs: int, progress) -> dict[int, list]:
+    """Score the lines of every batch in ``jobs`` processes (this one and forked
+    children): results of :func:`_score_lines` by task number (see ``_Batch.chunks``);
+    a task missing from the result (its process failed) is scored again by ``_collect``.
+
+    Chunks are taken from a shared queue, largest first (at most 25 lines), then smaller
+    towards the end so that the processes finish together."""
+    remaining = sum(len(batch.lines) for batch in batches)
+    smallest = max(2, -(-remaining // (MAX_TASKS // 2)))
+    tasks: list[tuple[_Batch, int, int]] = []
+    for batch in batches:
+        start = 0
+        while start < len(batch.lines):
+            size = max(smallest, min(max(25, smallest), remaining // (jobs * 3)))
+            count = min(size, len(batch.lines) - start)
+            batch.chunks.append((start, count, len(tasks)))
+            tasks.append((batch, start, count))
+            start += count
+            remaining -= count
+
+    def work(task: int) -> list:
+        batch, start, count = tasks[task]
+        result_file = batch.result_file
+        return _score_lines(dataset, batch.lines[start : start + count], result_file.model, result_file.category,
+                            batch.options)
+
+    def done(task: int) -> None:
+        if progress:
+            progress(tasks[task][2])
+
+    results: dict[int, list] = {}
+    for first in range(0, len(tasks), MAX_TASKS):  # (more files than chunks fit in one queue)
+        group = range(first, min(first + MAX_TASKS, len(tasks)))
+        shared = share_out(len(group), jobs, lambda task: work(group[task]), _encode_scored, _decode_scored,
+                           lambda task: done(group[task]))
+        results.update((group[task], value) for task, value in shared.items())
+    return results
+
+
+def _encode_scored(scored: list[tuple[str | None, Outcome] | None]) -> str:
+    """:func:`_score_lines`'s result as text: a JSON header (one item per line: null, or
+    shape, id, error type, error message, internal, length of the score-file line or
+    -1), its length first, then the score-file lines one after the other."""
+    header = []
+    lines = []
+    for item in scored:
+        if item is None:
+            header.append(None)
+            continue
+        shape, outcome = item
+        header.append([shape, outcome.id, outcome.error_type, outcome.error_message, outcome.internal,
+                       -1 if outcome.line is None else len(outcome.line)])
+        if outcome.line is not None:
+            lines.append(outcome.line)
+    text = json.dumps(header)
+    return f"{len(text)}\n{text}{''.join(lines)}"
+
+
+def _decode_scored(text: str) -> list[tuple[str | None, Outcome] | None]:
+    newline = text.index("\n")
+    end = newline + 1 + int(text[:newline])
+    position = end
+    out: list[tuple[str | None, Outcome] | None] = []
+    for item in json.loads(text[newline + 1 : end]):
+        if item is None:
+            out.append(None)
+            continue
+        shape, entry_id, error_type, error_message, internal, length = item
+        line = None
+        if length >= 0:
+            line = text[position : position + length]
+            position += length
+        out.append((shape, Outcome(entry_id, error_type, error_message, line, internal)))
+    if position != len(text):
+        raise ValueError("scored chunk: text left over")
+    return out
 
 
 def _scan(result_file: ResultFile, known: set[str], problems: list[str]) -> Iterator[tuple]:
@@ -502,7 +542,8 @@ def _scan(result_file: ResultFile, known: set[str], problems: list[str]) -> Iter
                 yield item["id"], item, number, line
 
 
-def _collect(batch: _Batch, score_dir: Path, dataset: Dataset, progress, report, write: bool) -> _Done:
+def _collect(batch: _Batch, scored: dict[int, list], score_dir: Path, dataset: Dataset, progress, report,
+             write: bool) -> _Done:
     """Report a handed-over file's notes and problems and write its score file (if
     ``write``); what is returned reports its internal errors (and raises what writing
     raised), to be called after the next file's problems."""
@@ -516,15 +557,13 @@ def _collect(batch: _Batch, score_dir: Path, dataset: Dataset, progress, report,
         _unreadable(score, result_file, batch.unreadable, report)
         return _Done(score, report)
     results: list = []
-    for count, future in batch.futures:
-        try:
-            if future is None:
-                raise LookupError("not submitted")
-            results.extend(future.result())
-        except Exception:  # noqa: BLE001 - a chunk that cannot reach a worker or whose worker died:
-            results.extend([None] * count)  # the file is read again and these entries scored here
-        if progress:
-            progress(count)
+    for _, count, task in batch.chunks:
+        if task in scored:
+            results.extend(scored[task])
+        else:  # its process failed: the file is read again and these entries scored here
+            results.extend([None] * count)
+            if progress:
+                progress(count)
     order = dataset.ids(result_file.category)
     if None not in results:
         problems = batch.problems

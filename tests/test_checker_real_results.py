@@ -62,7 +62,7 @@ def _without(record: dict, key: str) -> dict:
 def scored(tmp_path_factory):
     out = tmp_path_factory.mktemp("score")
     problems = []
-    scores = score_tree(RUN / "result", out, dataset(), str(wheel()), Options(jobs=2), report=problems.append)
+    scores = score_tree(RUN / "result", out, dataset(), Options(jobs=2), report=problems.append)
     return scores, out, problems
 
 

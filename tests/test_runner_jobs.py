@@ -152,3 +152,32 @@ def test_a_worker_rejects_a_line_that_is_not_what_its_start_says() -> None:
     assert results[0][0] is None and results[0][1].valid
     shape, outcome = _outcomes([(_line(f"{BASE}_0", {"a": 1}), f"{BASE}_0")])[0]
     assert shape == "dict, not a list of turns" and not outcome.valid
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_entries_of_a_process_that_dies_are_scored_by_the_main_process(tmp_path: Path, monkeypatch) -> None:
+    from checker import runner
+
+    result_dir = _write_tree(tmp_path)
+    parent = os.getpid()
+    score_lines = runner._score_lines
+
+    died = tmp_path / "died"
+
+    def dying(*args):
+        if os.getpid() != parent:
+            died.touch()
+            os._exit(1)
+        return score_lines(*args)
+
+    def tree(score_dir: Path, jobs: int) -> tuple[dict, list[str]]:
+        messages: list[str] = []
+        runner.score_tree(result_dir, score_dir, dataset(), Options(jobs=jobs), report=messages.append)
+        return {path.relative_to(score_dir).as_posix(): path.read_bytes()
+                for path in sorted(score_dir.rglob("*")) if path.is_file()}, messages
+
+    serial = tree(tmp_path / "score-1", 1)
+    monkeypatch.setattr(runner, "_score_lines", dying)
+    assert tree(tmp_path / "score-2", 2) == serial
+    assert died.exists()  # not vacuous: a child did take a chunk, and died with it
+    assert len(serial[0]) == 6 and serial[1]

@@ -21,7 +21,7 @@ def test_eight_threads_scoring_the_same_files_write_identical_score_files(tmp_pa
 
     def work(index: int) -> None:
         try:
-            score_tree(RUN / "result", tmp_path / f"s{index}", data, str(wheel()), Options())
+            score_tree(RUN / "result", tmp_path / f"s{index}", data, Options())
         except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
             errors.append(exc)
 

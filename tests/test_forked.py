@@ -1,0 +1,113 @@
+"""``checker.forked.share_out``: every task's result comes back once, whoever ran it; a
+child that dies or raises loses only its own results (the caller redoes them); an
+interrupted caller leaves no child behind. And the runner's text encoding of scored
+chunks, which crosses the process boundary instead of pickles."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections import Counter
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from checker import forked
+from checker.forked import MAX_TASKS, share_out
+from checker.runner import Outcome, _decode_scored, _encode_scored
+
+pytestmark = pytest.mark.skipif(not forked.can_fork(), reason="needs os.fork")
+
+
+def _square(index: int) -> dict:
+    return {"index": index, "square": index * index, "pid": os.getpid()}
+
+
+def _no_children_left() -> bool:
+    try:
+        os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False
+
+
+@pytest.mark.parametrize("jobs", [1, 2, 3, 5])
+@pytest.mark.parametrize("count", [0, 1, 2, 7, 64])
+def test_every_task_runs_once_and_comes_back(jobs: int, count: int) -> None:
+    seen = Counter()
+    results = share_out(count, jobs, _square, json.dumps, json.loads, lambda index: seen.update([index]))
+    assert sorted(results) == list(range(count))
+    assert all(results[i]["square"] == i * i for i in range(count))
+    assert seen == Counter(range(count))  # progress: once per task, children's included
+    assert _no_children_left()
+
+
+def test_children_do_share_the_work() -> None:
+    def slow(index: int) -> dict:
+        time.sleep(0.01)
+        return _square(index)
+
+    results = share_out(40, 3, slow, json.dumps, json.loads)
+    pids = {result["pid"] for result in results.values()}
+    assert os.getpid() in pids and len(pids) == 3
+
+
+@pytest.mark.parametrize("how", ["exit", "raise", "kill"])
+def test_a_failing_child_loses_only_its_own_results(how: str) -> None:
+    parent = os.getpid()
+
+    def fragile(index: int) -> dict:
+        if os.getpid() != parent and index >= 5:
+            if how == "exit":
+                os._exit(3)
+            if how == "kill":
+                os.kill(os.getpid(), 9)
+            raise RuntimeError("a bug in one task")
+        time.sleep(0.005)
+        return _square(index)
+
+    results = share_out(30, 2, fragile, json.dumps, json.loads)
+    assert _no_children_left()
+    # Whatever came back is right, and the parent's own tasks all came back.
+    assert all(results[i]["square"] == i * i for i in results)
+    assert all(value["pid"] == parent for value in results.values())
+    assert len(results) < 30
+
+
+def test_an_interrupted_caller_leaves_no_child() -> None:
+    parent = os.getpid()
+
+    def work(index: int) -> int:
+        if os.getpid() == parent and index > 2:
+            raise KeyboardInterrupt
+        time.sleep(0.5 if os.getpid() != parent else 0.01)
+        return index
+
+    with pytest.raises(KeyboardInterrupt):
+        share_out(20, 3, work, str, int)
+    assert _no_children_left()
+
+
+def test_too_many_tasks_are_refused() -> None:
+    with pytest.raises(ValueError, match="at most"):
+        share_out(MAX_TASKS + 1, 2, _square, json.dumps, json.loads)
+
+
+_text = st.text(st.characters(blacklist_categories=()), max_size=30)  # lone surrogates included
+_outcome = st.builds(
+    Outcome,
+    id=_text,
+    error_type=st.none() | _text,
+    error_message=st.none() | _text | st.lists(_text, max_size=3),
+    line=st.none() | _text,
+    internal=st.booleans(),
+)
+
+
+@given(st.lists(st.none() | st.tuples(st.none() | _text, _outcome), max_size=8))
+def test_scored_chunks_survive_their_text_form(scored: list) -> None:
+    text = _encode_scored(scored)
+    # As it crosses the pipe: UTF-8 with lone surrogates passed through.
+    assert _decode_scored(text.encode("utf-8", "surrogatepass").decode("utf-8", "surrogatepass")) == scored
