@@ -269,6 +269,8 @@ def score_tree(
             decoders[result_file.model] = decoder_for_model(result_file.model, dataset, report)
         return attrs.evolve(options, decoder=decoders[result_file.model])
 
+    if options.jobs > 1 and files and not can_fork():
+        report(f"--jobs {options.jobs}: this platform cannot fork processes; scoring in one process")
     if options.jobs > 1 and files and can_fork():
         # Load what every process needs first: forked processes then share it instead of
         # each parsing the dataset again.
