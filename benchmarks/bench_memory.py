@@ -4,13 +4,15 @@
 
 The 5x corpus repeats every result file's lines five times under five model folders
 (so entries are really scored five times over, not deduplicated). Peaks are measured
-with tracemalloc (Python allocations), reset between the two runs. Memory is flat when
-the 5x peak stays close to the 1x peak: nothing is kept per scored entry.
+with tracemalloc (Python allocations), reset between the two runs, with the garbage
+collector set as the `bfcl-safe` command sets it. Memory is flat when the 5x peak stays
+close to the 1x peak: nothing is kept per scored entry.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import shutil
 import sys
@@ -21,6 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from checker.command import GC_THRESHOLDS  # noqa: E402
 from checker.dataset import Dataset  # noqa: E402
 from checker.runner import Options, score_tree  # noqa: E402
 from tests.refenv import REAL_RESULTS, wheel  # noqa: E402
@@ -49,6 +52,7 @@ def main() -> None:
     parser.add_argument("--result-dir", type=Path, default=REAL_RESULTS / "gpt-oss-120b-vllm-0.10.2" / "result")
     parser.add_argument("--factor", type=int, default=5)
     args = parser.parse_args()
+    gc.set_threshold(*GC_THRESHOLDS)
     dataset = Dataset.open(wheel())
     tracemalloc.start()
     with tempfile.TemporaryDirectory() as tmp:

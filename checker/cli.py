@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import gc
-import os
 import sys
 import time
 from collections import Counter
@@ -208,34 +206,7 @@ def info(data: str | None) -> None:
     click.echo(f"cache folder: {default_cache_dir()}")
 
 
-def run() -> None:
-    """The ``bfcl-safe`` command: :func:`main`, then an immediate exit once output is
-    flushed. Everything is written and closed by then; tearing down the interpreter's
-    objects one by one (tens of milliseconds after a run) would only delay the exit.
-
-    Scoring allocates many short-lived containers: the cyclic garbage collector runs
-    less often than Python's default (every 50,000 net allocations instead of 700;
-    what is already loaded is left out of its scans). Cycles are still collected."""
-    gc.freeze()
-    gc.set_threshold(50_000, 20, 100)
-    try:
-        main()
-    except SystemExit as exc:
-        code = exc.code
-    else:
-        code = 0
-    if code is None:
-        code = 0
-    elif not isinstance(code, int):
-        print(code, file=sys.stderr)
-        code = 1
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a closed pipe or stream: nothing more can be said
-            pass
-    os._exit(code)
-
-
 if __name__ == "__main__":
+    from checker.command import run
+
     run()

@@ -57,8 +57,9 @@ def share_out(
     children: list[tuple[int, int]] = []
     results: dict[int, Any] = {}
     try:
-        # Objects loaded so far are left out of the collector's scans in every process:
-        # a child that scanned them would also copy every page they are on.
+        # Objects loaded so far are left out of the collector's scans while children
+        # run (a child that scanned them would also copy every page they are on); in
+        # this process, only until the children are done.
         gc.freeze()
         for _ in range(min(jobs, count) - 1):
             result_r, result_w = os.pipe()
@@ -91,6 +92,7 @@ def share_out(
                     pass
         _report_progress(progress_r, done)
     finally:
+        gc.unfreeze()
         for fd in (queue_r, progress_r, progress_w):
             if fd >= 0:
                 os.close(fd)

@@ -154,3 +154,26 @@ def test_an_unreadable_result_file_is_reported_and_the_others_are_scored(runner,
     summary, _ = _ours(score_dir, "multi_turn_base")
     assert summary["total_count"] == 4
     assert not (score_dir / MODEL / "multi_turn" / "BFCL_v4_multi_turn_long_context_score.json").exists()
+
+
+def test_the_command_process_exit_codes_and_messages(tmp_path):
+    """``python -m checker`` (what the ``bfcl-safe`` script runs): output flushed before
+    the immediate exit, click's exit codes kept."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])))
+
+    def command(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "checker", *args], capture_output=True, text=True, env=env,
+                              cwd=tmp_path, timeout=120)
+
+    version = command("--version")
+    assert version.returncode == 0 and version.stdout.startswith("python -m checker, version ")
+    usage = command("evaluate")
+    assert usage.returncode == 2 and "Missing option '--result-dir'" in usage.stderr
+    failure = command("evaluate", "--result-dir", str(tmp_path), "--score-dir", str(tmp_path / "s"),
+                      "--data", str(wheel()))
+    assert failure.returncode == 1 and failure.stderr.startswith("Error: no multi-turn result files under ")

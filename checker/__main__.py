@@ -1,0 +1,5 @@
+"""``python -m checker``: the ``bfcl-safe`` command."""
+
+from checker.command import run
+
+run()
