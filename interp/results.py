@@ -70,9 +70,16 @@ def encode_with_stored(value: dict, stored: type, encode: Callable[[Any], str]) 
         else:
             plain[key] = item
     text = encode(plain)
-    for index, stored_text in enumerate(texts):
-        text = text.replace(f'"{_MARK}{index}"', stored_text, 1)
-    return text
+    if not texts:
+        return text
+    # One pass over the text (replacing the markers one by one would copy it each time).
+    pieces = text.split(f'"{_MARK}')
+    out = [pieces[0]]
+    for piece in pieces[1:]:
+        index, rest = piece.split('"', 1)
+        out.append(texts[int(index)])
+        out.append(rest)
+    return "".join(out)
 
 
 def _dumps(value: dict) -> str:
