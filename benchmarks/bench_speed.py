@@ -126,17 +126,75 @@ def bench_jobs(result_dir: Path, rounds: int, label: str) -> dict:
     return row
 
 
+def _burn(iterations: int) -> None:
+    total = 0
+    for i in range(iterations):
+        total += i
+
+
+def machine_parallel_speedup(rounds: int, seconds: float = 0.3) -> dict:
+    """What two processes gain over one on this machine for pure Python work, no I/O,
+    nothing shared: the same loop run once, then twice at the same time (this process
+    and a forked child), alternating. The ceiling of any --jobs 2 speed-up here."""
+    started = time.perf_counter()
+    _burn(1_000_000)
+    iterations = int(1_000_000 * seconds / max(time.perf_counter() - started, 1e-6))
+    ratios = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        _burn(iterations)
+        one = time.perf_counter() - started
+        started = time.perf_counter()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                _burn(iterations)
+            finally:
+                os._exit(0)
+        _burn(iterations)
+        os.waitpid(pid, 0)
+        ratios.append(2 * one / (time.perf_counter() - started))
+    row = {"machine": f"{os.cpu_count()} CPUs", "work_per_process_s": seconds,
+           "parallel_speedup_median": round(statistics.median(ratios), 2),
+           "parallel_speedup_range": [round(min(ratios), 2), round(max(ratios), 2)]}
+    print(json.dumps(row))
+    return row
+
+
+def replicate(result_dir: Path, out: Path, copies: int) -> Path:
+    """``copies`` copies of every result file, under model folders of their own."""
+    for copy in range(copies):
+        for path in result_dir.rglob("BFCL_v4_multi_turn_*_result.json"):
+            relative = path.relative_to(result_dir)
+            target = out / f"{relative.parts[0]}-copy{copy}" / Path(*relative.parts[1:])
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(path.read_bytes())
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--result-dir", type=Path)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--jobs", type=int, default=1)
-    parser.add_argument("--jobs-scaling", action="store_true", help="compare --jobs 1 and --jobs 2 of bfcl-safe")
+    parser.add_argument("--jobs-scaling", action="store_true",
+                        help="compare --jobs 1 and --jobs 2 of bfcl-safe (and what this machine gains from a "
+                             "second process on pure Python work)")
+    parser.add_argument("--copies", type=int, default=1,
+                        help="with --jobs-scaling: score this many copies of each corpus (under model folders "
+                             "of their own)")
     args = parser.parse_args()
     if args.jobs_scaling:
+        machine_parallel_speedup(args.rounds)
         with tempfile.TemporaryDirectory() as tmp:
-            corpus = args.result_dir or prompting_corpus(Path(tmp))
-            bench_jobs(corpus, args.rounds, str(args.result_dir or "ground truth as prompting model"))
+            corpora = [(args.result_dir, str(args.result_dir))] if args.result_dir else [
+                (REAL_RESULTS / "gpt-oss-120b-vllm-0.10.2" / "result", "real FC results"),
+                (prompting_corpus(Path(tmp) / "prompting"), "ground truth as prompting model")]
+            for number, (corpus, label) in enumerate(corpora):
+                if args.copies > 1:  # (next to the corpus, not inside it)
+                    corpus = replicate(corpus, Path(tmp) / f"copies-{number}", args.copies)
+                    label = f"{label} x{args.copies}"
+                bench_jobs(corpus, args.rounds, label)
         return
     if args.result_dir:
         bench(args.result_dir, args.rounds, args.jobs, str(args.result_dir))
