@@ -259,6 +259,11 @@ def parse_tree(text: str) -> tuple | None:
     stripped = text.lstrip(" \t")
     if stripped.startswith("\n"):
         return None
+    flat = _flat_tree(stripped)
+    return flat if flat is not None else _token_tree(stripped)
+
+
+def _token_tree(stripped: str) -> tuple | None:
     try:
         parser = _Parser(_tokenize(stripped))
         tree = parser.value(0)
@@ -269,3 +274,54 @@ def parse_tree(text: str) -> tuple | None:
         raise
     except (_Bail, IndexError, ValueError, OverflowError):
         return None
+
+
+#: The commonest call text of all, ``name(value, ..., key=value, ...)`` with values that
+#: are plain quoted strings (no backslash), decimal numbers, True, False or None, on one
+#: line.
+_FLAT_CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\(([^()\[\]{}\\\n\r]*)\)[ \t\n]*")
+_FLAT_ARGUMENT = re.compile(
+    r"""[ \t]*(?:([A-Za-z_][A-Za-z0-9_]*)[ \t]*=[ \t]*)?"""
+    r"""('[^'\n\r]*'|"[^"\n\r]*"|(-?)((?:0|[1-9][0-9]*)(\.[0-9]+)?)(?![0-9A-Za-z_.'"])|True|False|None)"""
+    r"""[ \t]*(?:,|$)"""
+)
+_FLAT_LENGTH = 2000
+
+
+def _flat_tree(stripped: str) -> tuple | None:
+    """The tree :func:`_token_tree` gives for a flat call, in a few regular-expression
+    matches instead of a token list; ``None`` for any other text (which is then
+    tokenized). Short texts only: no limit can be reached here."""
+    if len(stripped) > _FLAT_LENGTH:
+        return None
+    call = _FLAT_CALL.fullmatch(stripped)
+    if call is None:
+        return None
+    name, body = call.groups()
+    if name.startswith("__") or keyword.iskeyword(name):
+        return None
+    args: list[tuple[str | None, Any]] = []
+    seen: set[str] = set()
+    position = 0
+    end = len(body.rstrip(" \t"))
+    while position < end:
+        argument = _FLAT_ARGUMENT.match(body, position, end)
+        if argument is None:
+            return None
+        key, source, sign, number, fraction = argument.groups()
+        if key is None:
+            if seen:
+                return None  # positional after keyword
+        elif key in seen or keyword.iskeyword(key):
+            return None
+        else:
+            seen.add(key)
+        if number is None:
+            value = ("const", _CONSTANTS[source], source) if source in _CONSTANTS else ("const", source[1:-1], source)
+        else:
+            value = ("const", float(number) if fraction else int(number), number)
+            if sign:
+                value = ("signed", "-", value)
+        args.append((key, value))
+        position = argument.end()
+    return ("call", name, args)

@@ -11,7 +11,7 @@ from checker.decode_cst import prompting_calls as libcst_prompting_calls
 from checker.decoders import DecodeError, _fast_calls, _OutsideFastSubset
 from interp.cst_front import parse_with_libcst
 from interp.errors import RejectedInput
-from interp.fastparse import parse_tree
+from interp.fastparse import _flat_tree, _token_tree, parse_tree
 from interp.text import _from_tree
 from tests.refenv import reference_package_dir
 
@@ -95,7 +95,7 @@ def calls(draw, depth=0):
     return f"{draw(st.sampled_from(['', ' ', chr(9)]))}{name}({draw(st.sampled_from([', ', ',']).map(lambda s: s)).join(args)})"
 
 
-@given(calls())
+@given(st.one_of(calls(), st.deferred(lambda: flat_calls())))
 def test_fast_path_equals_libcst_on_generated_calls(text):
     tree = parse_tree(text)
     if tree is not None and tree[0] == "call":
@@ -131,3 +131,61 @@ def test_fast_prompting_decoder_equals_libcst_half(text):
 )
 def test_fast_path_leaves_these_to_libcst(text):
     assert parse_tree(text) is None
+
+
+flat_values = st.one_of(
+    st.sampled_from(["0", "1", "-1", "-0", "12", "1.5", "-0.25", "007", "1.", ".5", "1e3", "1j", "1_0", "True",
+                     "False", "None", "nan", "x", "-x", "- 1", "+1", "'a' 'b'", "''", '""', "'\\''"]),
+    st.builds(lambda quote, body: f"{quote}{body}{quote}", st.sampled_from(["'", '"']),
+              st.text(st.sampled_from(list("ab ,=()'\"\t\\é#[]{}") + ["\n", "\r", "\x00", "\u2028"]), max_size=6)),
+)
+
+
+clean_flat_values = st.one_of(
+    st.sampled_from(["0", "1", "-1", "-0", "12", "1.5", "-0.25", "True", "False", "None", "''", '""']),
+    st.builds(lambda quote, body: f"{quote}{body}{quote}", st.sampled_from(["'", '"']),
+              st.text(st.sampled_from(list("ab ,=#:\t-é") + ["\u2028", "\x0c", "'"]), max_size=6))
+    .filter(lambda literal: literal[0] not in literal[1:-1]),
+)
+
+
+@st.composite
+def flat_calls(draw):
+    """Texts near the flat shape ``name(value, ..., key=value, ...)``, half of them in it."""
+    clean = draw(st.booleans())
+    names = ["f", "cd", "ls", "_p", "x1"] + ([] if clean else ["True", "None", "class", "__x", "a b"])
+    name = draw(st.sampled_from(names))
+    args = []
+    keys = ["a", "b", "_k", "__k", "k2"] + ([] if clean else ["a", "class", "True", "1a"])
+    used: list[str] = []
+    for _ in range(draw(st.integers(0, 4))):
+        key = draw(st.one_of(st.none(), st.sampled_from(keys)))
+        if clean and (key in used or (key is None and used)):
+            key = next((k for k in keys if k not in used), None)
+            if key is None:
+                break
+        if key is not None:
+            used.append(key)
+        spaces = draw(st.sampled_from(["", " ", "\t", "  "]))
+        value = draw(clean_flat_values if clean else flat_values)
+        args.append(value if key is None else f"{key}{spaces}={spaces}{value}")
+    separator = draw(st.sampled_from([", ", ",", " ,", "\t,"] + ([] if clean else [",,", " "])))
+    tail = draw(st.sampled_from(["", ",", ", ", " "] if args else ["", " "]))
+    end = draw(st.sampled_from(["", " ", chr(10)] + ([] if clean else [chr(13)])))
+    return f"{draw(st.sampled_from(['', ' ']))}{name}({separator.join(args)}{tail}){end}"
+
+
+@given(st.one_of(flat_calls(), calls()))
+def test_the_flat_path_gives_the_token_path_tree_or_nothing(text):
+    stripped = text.lstrip(" \t")
+    flat = _flat_tree(stripped)
+    if flat is not None:
+        assert flat == _token_tree(stripped)
+
+
+def test_the_flat_path_takes_most_ground_truth_and_agrees_with_libcst():
+    texts = _ground_truth_texts()
+    flat = [text for text in texts if _flat_tree(text.lstrip(" \t")) is not None]
+    assert len(flat) >= 0.85 * len(texts)
+    for text in flat:
+        assert repr(_from_tree(_flat_tree(text))) == _libcst(text), text
