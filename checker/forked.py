@@ -21,6 +21,7 @@ import gc
 import os
 import signal
 import struct
+import threading
 from typing import Any, Callable
 
 #: The most tasks one call takes: the queue of indices must fit in a pipe's buffer
@@ -30,8 +31,14 @@ MAX_TASKS = 1024
 _INDEX = struct.Struct("<I")
 
 
-def can_fork() -> bool:
-    return hasattr(os, "fork")
+def cannot_fork() -> str | None:
+    """Why this process should not fork now, or None. A child forked while another
+    thread runs could inherit a lock that thread holds, and wait for it forever."""
+    if not hasattr(os, "fork"):
+        return "this platform cannot fork processes"
+    if threading.active_count() > 1:
+        return "other threads are running in this process"
+    return None
 
 
 def share_out(

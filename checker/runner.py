@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterator, Sequence
 import attrs
 
 from checker.dataset import Dataset
-from checker.forked import MAX_TASKS, can_fork, share_out
+from checker.forked import MAX_TASKS, cannot_fork, share_out
 from checker.model_decoders import decoder_for_model
 from checker.scores import ScoreFileWriter, dumps_line, loads_result_line, raw_value, write_leaderboard_csv
 from checker.verdict import INFERENCE_ERROR, evaluate_entry
@@ -269,9 +269,11 @@ def score_tree(
             decoders[result_file.model] = decoder_for_model(result_file.model, dataset, report)
         return attrs.evolve(options, decoder=decoders[result_file.model])
 
-    if options.jobs > 1 and files and not can_fork():
-        report(f"--jobs {options.jobs}: this platform cannot fork processes; scoring in one process")
-    if options.jobs > 1 and files and can_fork():
+    parallel = options.jobs > 1 and bool(files)
+    if parallel and (reason := cannot_fork()) is not None:
+        report(f"--jobs {options.jobs}: {reason}; scoring in one process")
+        parallel = False
+    if parallel:
         # Load what every process needs first: forked processes then share it instead of
         # each parsing the dataset again.
         for result_file in files:

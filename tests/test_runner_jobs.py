@@ -183,16 +183,32 @@ def test_entries_of_a_process_that_dies_are_scored_by_the_main_process(tmp_path:
     assert len(serial[0]) == 6 and serial[1]
 
 
-def test_without_fork_jobs_fall_back_to_one_process_with_a_notice(tmp_path: Path, monkeypatch) -> None:
-    from checker import runner
+@pytest.mark.parametrize("threads", [False, True], ids=["no-fork", "other-threads"])
+def test_where_forking_is_unsafe_jobs_fall_back_to_one_process_with_a_notice(tmp_path: Path, monkeypatch,
+                                                                             threads: bool) -> None:
+    import threading
+
+    from checker import forked, runner
 
     result_dir = tmp_path / "result"
     folder = result_dir / "clean-model" / "multi_turn"
     folder.mkdir(parents=True)
     (folder / f"BFCL_v4_{BASE}_result.json").write_text("\n".join(_clean(BASE, 3)) + "\n", encoding="utf-8")
-    monkeypatch.setattr(runner, "can_fork", lambda: False)
+    if not threads:
+        monkeypatch.delattr(forked.os, "fork", raising=False)
+    release = threading.Event()
+    other = threading.Thread(target=release.wait)
+    if threads:
+        other.start()
+    monkeypatch.setattr(runner, "share_out", None)  # would fail if called
     messages: list[str] = []
-    scores = runner.score_tree(result_dir, tmp_path / "score", dataset(), Options(jobs=2, partial=True),
-                               report=messages.append)
-    assert messages[0] == "--jobs 2: this platform cannot fork processes; scoring in one process"
+    try:
+        scores = runner.score_tree(result_dir, tmp_path / "score", dataset(), Options(jobs=2, partial=True),
+                                   report=messages.append)
+    finally:
+        release.set()
+        if threads:
+            other.join()
+    reason = "other threads are running in this process" if threads else "this platform cannot fork processes"
+    assert messages[0] == f"--jobs 2: {reason}; scoring in one process"
     assert (scores[0].correct, scores[0].total) == (2, 3)
