@@ -220,22 +220,27 @@ _DEPTH_MARGIN = 100
 
 
 def _score_lines(dataset: Dataset, lines: list[tuple[str, str | None]], model: str, category: str,
-                 options: Options) -> list[tuple[str | None, Outcome] | None]:
+                 options: Options, logs: list[tuple[int, int] | None] | None = None,
+                 ) -> list[tuple[str | None, Outcome] | None]:
     """Score entries given as their result-file line texts, each with the id the main
     process found at its start (None: the main process parsed the line itself). Per
     line: the shape problem of its result and its outcome, or None where the line is not
     what the main process took it for (not an object with 'id' and 'result', another id,
-    not JSON): the main process then reads that file again itself."""
+    not JSON): the main process then reads that file again itself. With ``logs``, where
+    each line's ``inference_log`` text is in it (or None) is appended there."""
     out: list[tuple[str | None, Outcome] | None] = []
     limit = sys.getrecursionlimit()
     for line, expected in lines:
+        spans: dict[str, tuple[int, int]] = {}
         sys.setrecursionlimit(limit - _DEPTH_MARGIN)
         try:
-            item = loads_result_line(line)
+            item = loads_result_line(line, spans)
         except (ValueError, RecursionError):
             item = None
         finally:
             sys.setrecursionlimit(limit)
+        if logs is not None:
+            logs.append(spans.get("inference_log") if item is not None else None)
         if not isinstance(item, dict) or "result" not in item or (
                 type(item.get("id")) is not str if expected is None else item.get("id") != expected):
             out.append(None)
@@ -464,11 +469,17 @@ def _score_batches(dataset: Dataset, batches: list[_Batch], jobs: int, progress)
             start += count
             remaining -= count
 
-    def work(task: int) -> list:
+    def inputs(task: int) -> list[str]:
+        batch, start, count = tasks[task]
+        return [text for text, _ in batch.lines[start : start + count]]
+
+    def work(task: int) -> tuple[int, list, list]:
         batch, start, count = tasks[task]
         result_file = batch.result_file
-        return _score_lines(dataset, batch.lines[start : start + count], result_file.model, result_file.category,
-                            batch.options)
+        logs: list[tuple[int, int] | None] = []
+        scored = _score_lines(dataset, batch.lines[start : start + count], result_file.model, result_file.category,
+                              batch.options, logs)
+        return task, scored, logs
 
     def done(task: int) -> None:
         if progress:
@@ -477,49 +488,71 @@ def _score_batches(dataset: Dataset, batches: list[_Batch], jobs: int, progress)
     results: dict[int, list] = {}
     for first in range(0, len(tasks), MAX_TASKS):  # (more files than chunks fit in one queue)
         group = range(first, min(first + MAX_TASKS, len(tasks)))
-        shared = share_out(len(group), jobs, lambda task: work(group[task]), _encode_scored, _decode_scored,
-                           lambda task: done(group[task]))
-        results.update((group[task], value) for task, value in shared.items())
+        shared = share_out(len(group), jobs, lambda task: work(group[task]),
+                           lambda result: _encode_scored(*result, inputs(result[0])),
+                           lambda text: _decode_scored(text, inputs), lambda task: done(group[task]))
+        results.update((task, scored) for task, scored, _ in shared.values())
     return results
 
 
-def _encode_scored(scored: list[tuple[str | None, Outcome] | None]) -> str:
-    """:func:`_score_lines`'s result as text: a JSON header (one item per line: null, or
-    shape, id, error type, error message, internal, length of the score-file line or
-    -1), its length first, then the score-file lines one after the other."""
-    header = []
+#: A model's log at least this long is not sent back by a child: its failure record's
+#: line is sent without it, and put together again from the result line, which the main
+#: process has too.
+_LEFT_OUT = 256
+
+
+def _encode_scored(task: int, scored: list[tuple[str | None, Outcome] | None],
+                   logs: list[tuple[int, int] | None], inputs: list[str]) -> str:
+    """:func:`_score_lines`'s result for one task as text: a JSON header (the task, then
+    one item per line: null, or shape, id, error type, error message, internal, length
+    of the score-file line or -1, and where the model's log was cut out of it or -1),
+    its length first, then the score-file lines one after the other.
+
+    A failure record copies the result line's ``inference_log`` text (most of its
+    bytes); it is cut out of the score-file line, to be put back by
+    :func:`_decode_scored` from the main process's own copy of the result line."""
+    header: list = [task]
     lines = []
-    for item in scored:
+    for item, log, text in zip(scored, logs, inputs):
         if item is None:
             header.append(None)
             continue
         shape, outcome = item
+        line = outcome.line
+        cut = -1
+        if line is not None and log is not None and log[1] - log[0] >= _LEFT_OUT:
+            cut = line.find(text[log[0] : log[1]])
+            if cut >= 0:
+                line = line[:cut] + line[cut + log[1] - log[0] :]
         header.append([shape, outcome.id, outcome.error_type, outcome.error_message, outcome.internal,
-                       -1 if outcome.line is None else len(outcome.line)])
-        if outcome.line is not None:
-            lines.append(outcome.line)
-    text = json.dumps(header)
-    return f"{len(text)}\n{text}{''.join(lines)}"
+                       -1 if line is None else len(line), cut, *(log if cut >= 0 else (0, 0))])
+        if line is not None:
+            lines.append(line)
+    encoded = json.dumps(header)
+    return f"{len(encoded)}\n{encoded}{''.join(lines)}"
 
 
-def _decode_scored(text: str) -> list[tuple[str | None, Outcome] | None]:
+def _decode_scored(text: str, inputs: Callable[[int], list[str]]) -> tuple[int, list, None]:
     newline = text.index("\n")
     end = newline + 1 + int(text[:newline])
     position = end
+    task, *items = json.loads(text[newline + 1 : end])
     out: list[tuple[str | None, Outcome] | None] = []
-    for item in json.loads(text[newline + 1 : end]):
+    for item, original in zip(items, inputs(task), strict=True):
         if item is None:
             out.append(None)
             continue
-        shape, entry_id, error_type, error_message, internal, length = item
+        shape, entry_id, error_type, error_message, internal, length, cut, log_start, log_end = item
         line = None
         if length >= 0:
             line = text[position : position + length]
             position += length
+            if cut >= 0:
+                line = f"{line[:cut]}{original[log_start:log_end]}{line[cut:]}"
         out.append((shape, Outcome(entry_id, error_type, error_message, line, internal)))
     if position != len(text):
         raise ValueError("scored chunk: text left over")
-    return out
+    return task, out, None
 
 
 def _scan(result_file: ResultFile, known: set[str], problems: list[str]) -> Iterator[tuple]:

@@ -129,12 +129,13 @@ class ResultLine(dict):
     __slots__ = ("texts",)
 
 
-def loads_result_line(line: str) -> Any:
+def loads_result_line(line: str, spans: dict[str, tuple[int, int]] | None = None) -> Any:
     """``json.loads(line)``, except that an object's ``inference_log`` comes back as
     :class:`RawJSON` and the object as a :class:`ResultLine` (with the text of its
-    ``result``). Raises exactly what ``json.loads`` raises on the same text."""
+    ``result``). Raises exactly what ``json.loads`` raises on the same text. ``spans``,
+    if given, receives where each top-level value's text is in ``line``."""
     try:
-        parsed = _loads_object(line)
+        parsed = _loads_object(line, spans=spans)
     except (ValueError, RecursionError, StopIteration, IndexError):
         parsed = None
     return json.loads(line) if parsed is None else parsed

@@ -9,6 +9,7 @@ import json
 import os
 import time
 from collections import Counter
+from unittest.mock import patch
 
 import pytest
 from hypothesis import given
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 
 from checker import forked
 from checker.forked import MAX_TASKS, share_out
+from checker import runner
 from checker.runner import Outcome, _decode_scored, _encode_scored
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
@@ -96,18 +98,48 @@ def test_too_many_tasks_are_refused() -> None:
 
 
 _text = st.text(st.characters(blacklist_categories=()), max_size=30)  # lone surrogates included
-_outcome = st.builds(
-    Outcome,
-    id=_text,
-    error_type=st.none() | _text,
-    error_message=st.none() | _text | st.lists(_text, max_size=3),
-    line=st.none() | _text,
-    internal=st.booleans(),
-)
 
 
-@given(st.lists(st.none() | st.tuples(st.none() | _text, _outcome), max_size=8))
-def test_scored_chunks_survive_their_text_form(scored: list) -> None:
-    text = _encode_scored(scored)
+@st.composite
+def _scored_chunks(draw) -> tuple[list, list, list]:
+    """What a child scored for one task (results, where each line's log is, the lines):
+    lines whose failure record copies the log, or not, or have no record, or were
+    rejected."""
+    scored, logs, inputs = [], [], []
+    for _ in range(draw(st.integers(0, 6))):
+        prefix, log, suffix = draw(_text), draw(_text), draw(_text)
+        inputs.append(prefix + log + suffix)
+        logs.append(draw(st.sampled_from([None, (len(prefix), len(prefix) + len(log))])))
+        kind = draw(st.sampled_from(["rejected", "valid", "record-with-log", "record"]))
+        if kind == "rejected":
+            scored.append(None)
+            continue
+        line = None
+        if kind == "record-with-log":
+            line = draw(_text) + log + draw(_text)
+        elif kind == "record":
+            line = draw(_text)
+        outcome = Outcome(draw(_text), draw(st.none() | _text), draw(st.none() | _text | st.lists(_text, max_size=3)),
+                          line, draw(st.booleans()))
+        scored.append((draw(st.none() | _text), outcome))
+    return scored, logs, inputs
+
+
+@given(_scored_chunks(), st.integers(0, 5), st.sampled_from([0, 3, 256]))
+def test_scored_chunks_survive_their_text_form(chunk: tuple, task: int, left_out: int) -> None:
+    scored, logs, inputs = chunk
+    with patch.object(runner, "_LEFT_OUT", left_out):
+        text = _encode_scored(task, scored, logs, inputs)
     # As it crosses the pipe: UTF-8 with lone surrogates passed through.
-    assert _decode_scored(text.encode("utf-8", "surrogatepass").decode("utf-8", "surrogatepass")) == scored
+    crossed = text.encode("utf-8", "surrogatepass").decode("utf-8", "surrogatepass")
+    assert _decode_scored(crossed, {task: inputs}.__getitem__) == (task, scored, None)
+
+
+def test_logs_copied_into_failure_records_do_not_cross_the_pipe() -> None:
+    log = "[" + "x" * 1000 + "]"
+    original = f'{{"id": "a", "result": [], "inference_log": {log}}}\n'
+    start = original.index(log)
+    outcome = Outcome("a", "t", ["m"], f'{{"id": "a", "inference_log": {log}, "turns_passed": 0}}', False)
+    text = _encode_scored(0, [(None, outcome)], [(start, start + len(log))], [original])
+    assert log not in text and len(text) < 300
+    assert _decode_scored(text, {0: [original]}.__getitem__) == (0, [(None, outcome)], None)
