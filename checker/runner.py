@@ -146,7 +146,7 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 80 else f"{text[:60]}...({len(text)} characters)"
 
 
-# ------------------------------------------------------------------ worker side
+# ------------------------------------------------------------------ scoring lines (in any process)
 
 @attrs.frozen
 class Outcome:
@@ -449,10 +449,11 @@ def _hand_over(result_file: ResultFile, file_options, dataset: Dataset) -> _Batc
     return batch
 
 
-def _score_batches(dataset: Dataset, batches: list[_Batch], jobs: int, progress) -> dict[int, list]:
+def _score_batches(dataset: Dataset, batches: list[_Batch], jobs: int, progress) -> dict[int, list | None]:
     """Score the lines of every batch in ``jobs`` processes (this one and forked
     children): results of :func:`_score_lines` by task number (see ``_Batch.chunks``);
-    a task missing from the result (its process failed) is scored again by ``_collect``.
+    a task missing from the result or None there (its process failed) is scored again by
+    ``_collect``.
 
     Chunks are taken from a shared queue, largest first (at most 25 lines), then smaller
     towards the end so that the processes finish together."""
@@ -481,17 +482,22 @@ def _score_batches(dataset: Dataset, batches: list[_Batch], jobs: int, progress)
                               batch.options, logs)
         return task, scored, logs
 
+    counted: set[int] = set()
+
     def done(task: int) -> None:
+        counted.add(task)
         if progress:
             progress(tasks[task][2])
 
-    results: dict[int, list] = {}
+    results: dict[int, list | None] = {}
     for first in range(0, len(tasks), MAX_TASKS):  # (more files than chunks fit in one queue)
         group = range(first, min(first + MAX_TASKS, len(tasks)))
         shared = share_out(len(group), jobs, lambda task: work(group[task]),
                            lambda result: _encode_scored(*result, inputs(result[0])),
                            lambda text: _decode_scored(text, inputs), lambda task: done(group[task]))
         results.update((task, scored) for task, scored, _ in shared.values())
+    # A task whose results were lost after its process counted it: None (it is not counted again).
+    results.update((task, None) for task in counted if task not in results)
     return results
 
 
@@ -579,7 +585,7 @@ def _scan(result_file: ResultFile, known: set[str], problems: list[str]) -> Iter
                 yield item["id"], item, number, line
 
 
-def _collect(batch: _Batch, scored: dict[int, list], score_dir: Path, dataset: Dataset, progress, report,
+def _collect(batch: _Batch, scored: dict[int, list | None], score_dir: Path, dataset: Dataset, progress, report,
              write: bool) -> _Done:
     """Report a handed-over file's notes and problems and write its score file (if
     ``write``); what is returned reports its internal errors (and raises what writing
@@ -595,11 +601,12 @@ def _collect(batch: _Batch, scored: dict[int, list], score_dir: Path, dataset: D
         return _Done(score, report)
     results: list = []
     for _, count, task in batch.chunks:
-        if task in scored:
-            results.extend(scored[task])
+        chunk = scored.get(task)
+        if chunk is not None:
+            results.extend(chunk)
         else:  # its process failed: the file is read again and these entries scored here
             results.extend([None] * count)
-            if progress:
+            if progress and task not in scored:  # (None: counted when it was scored)
                 progress(count)
     order = dataset.ids(result_file.category)
     if None not in results:

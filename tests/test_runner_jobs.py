@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -155,30 +156,48 @@ def test_a_worker_rejects_a_line_that_is_not_what_its_start_says() -> None:
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
-def test_entries_of_a_process_that_dies_are_scored_by_the_main_process(tmp_path: Path, monkeypatch) -> None:
+@pytest.mark.parametrize("when", ["scoring", "after-reporting-progress"])
+def test_entries_of_a_process_that_dies_are_scored_by_the_main_process(tmp_path: Path, monkeypatch, when) -> None:
     from checker import runner
 
     result_dir = _write_tree(tmp_path)
     parent = os.getpid()
-    score_lines = runner._score_lines
-
+    score_lines, encode_scored = runner._score_lines, runner._encode_scored
     died = tmp_path / "died"
+    encoded = []
 
     def dying(*args):
-        if os.getpid() != parent:
+        if os.getpid() != parent and when == "scoring":
             died.touch()
             os._exit(1)
+        if os.getpid() == parent and not died.exists():  # let the child take chunks first
+            deadline = time.monotonic() + 20
+            while not died.exists() and time.monotonic() < deadline:
+                time.sleep(0.005)
         return score_lines(*args)
 
-    def tree(score_dir: Path, jobs: int) -> tuple[dict, list[str]]:
+    def dying_later(*args):  # the first chunk is counted, then all is lost
+        if encoded:
+            died.touch()
+            os._exit(1)
+        encoded.append(1)
+        return encode_scored(*args)
+
+    def tree(score_dir: Path, jobs: int) -> tuple[dict, list[str], int]:
         messages: list[str] = []
-        runner.score_tree(result_dir, score_dir, dataset(), Options(jobs=jobs), report=messages.append)
+        progress: list[int] = []
+        runner.score_tree(result_dir, score_dir, dataset(), Options(jobs=jobs), report=messages.append,
+                          progress=progress.append)
         return {path.relative_to(score_dir).as_posix(): path.read_bytes()
-                for path in sorted(score_dir.rglob("*")) if path.is_file()}, messages
+                for path in sorted(score_dir.rglob("*")) if path.is_file()}, messages, sum(progress)
 
     serial = tree(tmp_path / "score-1", 1)
+    healthy = tree(tmp_path / "score-2", 2)
     monkeypatch.setattr(runner, "_score_lines", dying)
-    assert tree(tmp_path / "score-2", 2) == serial
+    monkeypatch.setattr(runner, "_encode_scored", dying_later)
+    failed = tree(tmp_path / "score-3", 2)
+    assert failed[:2] == healthy[:2] == serial[:2]  # the same files and messages
+    assert failed[2] == healthy[2]  # progress: the lost chunks are not counted twice
     assert died.exists()  # not vacuous: a child did take a chunk, and died with it
     assert len(serial[0]) == 6 and serial[1]
 
