@@ -286,19 +286,46 @@ def score_tree(
             dataset.ground_truth(result_file.category)
             if "long_context" in result_file.category:
                 dataset.long_context_data()
-        # Every file is read first (lines are only looked at, not parsed); the lines are
-        # then scored in chunks by this process and its forked children; files are then
-        # collected in order. Messages come out in the order a serial run writes them,
-        # and nothing is written that a serial run would not have written before failing.
+        # Files are read in groups of up to GROUP_CHARS characters of lines (lines are only
+        # looked at, not parsed); a group's lines are scored in chunks by this process and
+        # its forked children; its files are then collected in order, and the next group
+        # is read. Messages come out in the order a serial run writes them, and nothing is
+        # written that a serial run would not have written before failing (which depends
+        # on the next file: it is read before a file is collected).
         # (The calls below keep the stack depth of the serial path where lines are parsed
         # or scored in this process: how deep a line may nest depends on it.)
-        batches = [_hand_over(result_file, file_options, dataset) for result_file in files]
-        results = _score_batches(dataset, batches, options.jobs, progress)
+        read: list[_Batch] = []  # read and not yet collected, in file order
+        results: dict[int, list | None] = {}
+        tasks = 0
+
+        def read_next() -> _Batch | None:
+            if unread:
+                read.append(_hand_over(unread.pop(0), file_options, dataset))
+                return read[-1]
+            return None
+
+        unread = list(files)
         previous: _Done | None = None
-        for number, batch in enumerate(batches):
-            following = batches[number + 1] if number + 1 < len(batches) else None
+        while read or unread:
+            batch = read[0] if read else read_next()
+            assert batch is not None
+            if batch.chunks is None:  # not scored yet: score it with the files after it
+                group = [batch]
+                size = _line_chars(batch)
+                for member in read[1:]:
+                    group.append(member)
+                    size += _line_chars(member)
+                while size < GROUP_CHARS and (member := read_next()) is not None:
+                    group.append(member)
+                    size += _line_chars(member)
+                results.update(_score_batches(dataset, group, options.jobs, progress, tasks))
+                tasks += sum(len(member.chunks) for member in group)
+            following = read[1] if len(read) > 1 else read_next()
             write = (previous is None or previous.error is None) and (following is None or following.error is None)
             done = _collect(batch, results, score_dir, dataset, progress, report, write)
+            read.pop(0)
+            for _, _, task in batch.chunks:
+                results.pop(task, None)  # written: not kept
             if previous is not None:
                 scores.append(previous())
             previous = done
@@ -400,8 +427,8 @@ class _Batch:
     #: The kept lines to score: (text, id the main process found at its start, or None
     #: where it parsed the line itself), in id order.
     lines: list[tuple[str, str | None]] = attrs.Factory(list)
-    #: (first line, number of lines, task number) per chunk of ``lines``.
-    chunks: list[tuple[int, int, int]] = attrs.Factory(list)
+    #: (first line, number of lines, task number) per chunk of ``lines``; None until scored.
+    chunks: list[tuple[int, int, int]] | None = None
     unreadable: OSError | None = None
     #: Raised when the file is collected, where a serial run raises it.
     error: Exception | None = None
@@ -449,7 +476,18 @@ def _hand_over(result_file: ResultFile, file_options, dataset: Dataset) -> _Batc
     return batch
 
 
-def _score_batches(dataset: Dataset, batches: list[_Batch], jobs: int, progress) -> dict[int, list | None]:
+#: Lines of at most about this many characters are read and scored at a time with
+#: ``--jobs`` (then written, before the next files are read): memory stays bounded
+#: however many files there are.
+GROUP_CHARS = 16 << 20
+
+
+def _line_chars(batch: _Batch) -> int:
+    return sum(len(text) for text, _ in batch.lines)
+
+
+def _score_batches(dataset: Dataset, batches: list[_Batch], jobs: int, progress,
+                   first_task: int = 0) -> dict[int, list | None]:
     """Score the lines of every batch in ``jobs`` processes (this one and forked
     children): results of :func:`_score_lines` by task number (see ``_Batch.chunks``);
     a task missing from the result or None there (its process failed) is scored again by
@@ -459,14 +497,16 @@ def _score_batches(dataset: Dataset, batches: list[_Batch], jobs: int, progress)
     towards the end so that the processes finish together."""
     remaining = sum(len(batch.lines) for batch in batches)
     smallest = max(2, -(-remaining // (MAX_TASKS // 2)))
-    tasks: list[tuple[_Batch, int, int]] = []
+    tasks: dict[int, tuple[_Batch, int, int]] = {}
     for batch in batches:
+        batch.chunks = []
         start = 0
         while start < len(batch.lines):
             size = max(smallest, min(max(25, smallest), remaining // (jobs * 3)))
             count = min(size, len(batch.lines) - start)
-            batch.chunks.append((start, count, len(tasks)))
-            tasks.append((batch, start, count))
+            task = first_task + len(tasks)
+            batch.chunks.append((start, count, task))
+            tasks[task] = (batch, start, count)
             start += count
             remaining -= count
 
@@ -490,8 +530,8 @@ def _score_batches(dataset: Dataset, batches: list[_Batch], jobs: int, progress)
             progress(tasks[task][2])
 
     results: dict[int, list | None] = {}
-    for first in range(0, len(tasks), MAX_TASKS):  # (more files than chunks fit in one queue)
-        group = range(first, min(first + MAX_TASKS, len(tasks)))
+    for first in range(first_task, first_task + len(tasks), MAX_TASKS):  # (more than one queue holds)
+        group = range(first, min(first + MAX_TASKS, first_task + len(tasks)))
         shared = share_out(len(group), jobs, lambda task: work(group[task]),
                            lambda result: _encode_scored(*result, inputs(result[0])),
                            lambda text: _decode_scored(text, inputs), lambda task: done(group[task]))

@@ -231,3 +231,27 @@ def test_where_forking_is_unsafe_jobs_fall_back_to_one_process_with_a_notice(tmp
     reason = "other threads are running in this process" if threads else "this platform cannot fork processes"
     assert messages[0] == f"--jobs 2: {reason}; scoring in one process"
     assert (scores[0].correct, scores[0].total) == (2, 3)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_files_read_and_scored_a_group_at_a_time_give_the_same_files(tmp_path: Path, monkeypatch) -> None:
+    """With --jobs, memory is bounded by reading, scoring and writing a group of files at
+    a time; groups of one file each write what one group of all files writes."""
+    from checker import runner
+
+    result_dir = _write_tree(tmp_path)
+
+    def tree(score_dir: Path) -> tuple[dict, list[str]]:
+        messages: list[str] = []
+        runner.score_tree(result_dir, score_dir, dataset(), Options(jobs=2), report=messages.append)
+        return {path.relative_to(score_dir).as_posix(): path.read_bytes()
+                for path in sorted(score_dir.rglob("*")) if path.is_file()}, messages
+
+    whole = tree(tmp_path / "score-1")
+    groups = []
+    score_batches = runner._score_batches
+    monkeypatch.setattr(runner, "GROUP_CHARS", 1)
+    monkeypatch.setattr(runner, "_score_batches", lambda dataset, group, *rest: (
+        groups.append(len(group)), score_batches(dataset, group, *rest))[1])
+    assert tree(tmp_path / "score-2") == whole
+    assert groups == [1] * 5  # five files, one group each
