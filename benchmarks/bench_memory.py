@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import shutil
 import sys
 import tempfile
 import tracemalloc
@@ -23,20 +22,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.corpora import replicate  # noqa: E402
 from checker.command import GC_THRESHOLDS  # noqa: E402
 from checker.dataset import Dataset  # noqa: E402
 from checker.runner import Options, score_tree  # noqa: E402
 from tests.refenv import REAL_RESULTS, wheel  # noqa: E402
-
-
-def replicate(result_dir: Path, out: Path, factor: int) -> Path:
-    for copy in range(factor):
-        for path in result_dir.rglob("BFCL_v4_multi_turn_*_result.json"):
-            relative = path.relative_to(result_dir)
-            target = out / f"{relative.parts[0]}-copy{copy}" / Path(*relative.parts[1:])
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, target)
-    return out
 
 
 def peak(result_dir: Path, dataset: Dataset) -> tuple[int, int]:

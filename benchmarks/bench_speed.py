@@ -31,23 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.corpora import prompting_corpus, replicate  # noqa: E402
 from tests.refenv import REAL_RESULTS, reference_dir, wheel  # noqa: E402
-
-
-def prompting_corpus(out: Path) -> Path:
-    """Ground truth of all four categories rendered as a prompting model's result files."""
-    from checker.dataset import Dataset
-    from checker.replay import ground_truth_as_prompting
-
-    dataset = Dataset.open(wheel())
-    folder = out / "replay-prompting" / "multi_turn"
-    folder.mkdir(parents=True, exist_ok=True)
-    for category in ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context"):
-        with open(folder / f"BFCL_v4_{category}_result.json", "w") as handle:
-            for entry in dataset.entries(category):
-                result = ground_truth_as_prompting(dataset.ground_truth_for(entry["id"]), entry["involved_classes"])
-                handle.write(json.dumps({"id": entry["id"], "result": result}) + "\n")
-    return out
 
 
 def count_entries(result_dir: Path) -> int:
@@ -159,17 +144,6 @@ def machine_parallel_speedup(rounds: int, seconds: float = 0.3) -> dict:
            "parallel_speedup_range": [round(min(ratios), 2), round(max(ratios), 2)]}
     print(json.dumps(row))
     return row
-
-
-def replicate(result_dir: Path, out: Path, copies: int) -> Path:
-    """``copies`` copies of every result file, under model folders of their own."""
-    for copy in range(copies):
-        for path in result_dir.rglob("BFCL_v4_multi_turn_*_result.json"):
-            relative = path.relative_to(result_dir)
-            target = out / f"{relative.parts[0]}-copy{copy}" / Path(*relative.parts[1:])
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(path.read_bytes())
-    return out
 
 
 def main() -> None:
