@@ -51,7 +51,8 @@ def share_out(
 ) -> dict[int, Any]:
     """Results of ``work(index)`` by index; ``done(index)`` is called in this process
     as each task finishes (children's tasks in batches, when this process looks).
-    ``decode(encode(result))`` must equal ``result``."""
+    For a task a child ran, the result is ``decode(encode(result))``: it must serve the
+    caller as ``result`` would."""
     if not 0 <= count <= MAX_TASKS:
         raise ValueError(f"{count} tasks; at most {MAX_TASKS} can be shared out at once")
     if count == 0:
