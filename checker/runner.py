@@ -289,9 +289,8 @@ def score_tree(
         # Files are read in groups of up to GROUP_CHARS characters of lines (lines are only
         # looked at, not parsed); a group's lines are scored in chunks by this process and
         # its forked children; its files are then collected in order, and the next group
-        # is read. Messages come out in the order a serial run writes them, and nothing is
-        # written that a serial run would not have written before failing (which depends
-        # on the next file: it is read before a file is collected).
+        # is read. Collecting a file reports its messages and writes its score file as a
+        # serial run does at that file, and raises what a serial run raises there.
         # (The calls below keep the stack depth of the serial path where lines are parsed
         # or scored in this process: how deep a line may nest depends on it.)
         read: list[_Batch] = []  # read and not yet collected, in file order
@@ -305,32 +304,21 @@ def score_tree(
             return None
 
         unread = list(files)
-        previous: _Done | None = None
         while read or unread:
             batch = read[0] if read else read_next()
             assert batch is not None
             if batch.chunks is None:  # not scored yet: score it with the files after it
                 group = [batch]
                 size = _line_chars(batch)
-                for member in read[1:]:
-                    group.append(member)
-                    size += _line_chars(member)
                 while size < GROUP_CHARS and (member := read_next()) is not None:
                     group.append(member)
                     size += _line_chars(member)
                 results.update(_score_batches(dataset, group, options.jobs, progress, tasks))
                 tasks += sum(len(member.chunks) for member in group)
-            following = read[1] if len(read) > 1 else read_next()
-            write = (previous is None or previous.error is None) and (following is None or following.error is None)
-            done = _collect(batch, results, score_dir, dataset, progress, report, write)
+            scores.append(_collect(batch, results, score_dir, dataset, progress, report))
             read.pop(0)
             for _, _, task in batch.chunks:
                 results.pop(task, None)  # written: not kept
-            if previous is not None:
-                scores.append(previous())
-            previous = done
-        assert previous is not None
-        scores.append(previous())
     else:
         for result_file in files:
             scores.append(_prepare_file(result_file, score_dir, dataset, file_options(result_file, report), progress,
@@ -432,24 +420,6 @@ class _Batch:
     unreadable: OSError | None = None
     #: Raised when the file is collected, where a serial run raises it.
     error: Exception | None = None
-
-
-@attrs.define
-class _Done:
-    """What is left of a collected file: report its internal errors, then raise what
-    writing its score file raised, or return its score."""
-
-    score: FileScore
-    report: Callable[[str], None]
-    internal: list[str] = attrs.Factory(list)
-    error: Exception | None = None
-
-    def __call__(self) -> FileScore:
-        for message in self.internal:
-            self.report(message)
-        if self.error is not None:
-            raise self.error
-        return self.score
 
 
 def _hand_over(result_file: ResultFile, file_options, dataset: Dataset) -> _Batch:
@@ -625,20 +595,20 @@ def _scan(result_file: ResultFile, known: set[str], problems: list[str]) -> Iter
                 yield item["id"], item, number, line
 
 
-def _collect(batch: _Batch, scored: dict[int, list | None], score_dir: Path, dataset: Dataset, progress, report,
-             write: bool) -> _Done:
-    """Report a handed-over file's notes and problems and write its score file (if
-    ``write``); what is returned reports its internal errors (and raises what writing
-    raised), to be called after the next file's problems."""
+def _collect(batch: _Batch, scored: dict[int, list | None], score_dir: Path, dataset: Dataset, progress,
+             report) -> FileScore:
+    """Report a scored file's notes and problems, then write its score file (reporting
+    its internal errors), as a serial run does at that file; raise what a serial run
+    raises there."""
+    for note in batch.notes:
+        report(note)
     if batch.error is not None:
         raise batch.error
     result_file, options = batch.result_file, batch.options
-    for note in batch.notes:
-        report(note)
     score = FileScore(result_file.model, result_file.category)
     if batch.unreadable is not None:
         _unreadable(score, result_file, batch.unreadable, report)
-        return _Done(score, report)
+        return score
     results: list = []
     for _, count, task in batch.chunks:
         chunk = scored.get(task)
@@ -668,24 +638,19 @@ def _collect(batch: _Batch, scored: dict[int, list | None], score_dir: Path, dat
             items, problems = read_result_lines(result_file.path, result_file.category, {}, numbers)
         except OSError as exc:
             _unreadable(score, result_file, exc, report)
-            return _Done(score, report)
+            return score
         known = set(order)
         kept = _check_items(result_file, items, known, problems)
-        scored = {number: result[1] for (_, _, number, _), result in
-                  zip((entry for entry in batch.entries if entry[0] in known), results) if result is not None}
-        outcomes = _rescored(kept, numbers, scored, result_file, dataset, options)
+        lines_scored = {number: result[1] for (_, _, number, _), result in
+                        zip((entry for entry in batch.entries if entry[0] in known), results) if result is not None}
+        outcomes = _rescored(kept, numbers, lines_scored, result_file, dataset, options)
     missing = _missing(result_file, order, kept, options, problems)
     for problem in problems:
         report(problem)
     score.problems = problems
-    done = _Done(score, report)
     if kept or missing:
-        try:
-            if write:
-                _finish_file(score, result_file, score_dir, options, order, missing, done.internal.append, outcomes)
-        except Exception as exc:  # noqa: BLE001 - raised where a serial run would raise it
-            done.error = exc
-    return done
+        _finish_file(score, result_file, score_dir, options, order, missing, report, outcomes)
+    return score
 
 
 def _rescored(kept, numbers, scored, result_file, dataset, options) -> Iterator[Outcome]:

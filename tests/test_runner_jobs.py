@@ -255,3 +255,51 @@ def test_files_read_and_scored_a_group_at_a_time_give_the_same_files(tmp_path: P
         groups.append(len(group)), score_batches(dataset, group, *rest))[1])
     assert tree(tmp_path / "score-2") == whole
     assert groups == [1] * 5  # five files, one group each
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+@pytest.mark.parametrize("failure", ["internal-errors", "a-file-raises"])
+def test_messages_files_and_errors_come_as_in_a_serial_run(tmp_path: Path, monkeypatch, failure: str) -> None:
+    """An entry the scorer itself cannot score (its message comes with its file's), and a
+    file whose model lookup raises (the files before it are written, then it raises)."""
+    from checker import runner
+
+    result_dir = _write_tree(tmp_path)
+    if failure == "internal-errors":
+        score_entry = runner.score_entry
+
+        def crashing(dataset, item, *rest):
+            if item["id"] in (f"{BASE}_2", f"{PARAM}_1"):
+                raise ZeroDivisionError("a scorer bug")
+            return score_entry(dataset, item, *rest)
+
+        monkeypatch.setattr(runner, "score_entry", crashing)
+    else:
+        decoder_for_model = runner.decoder_for_model
+
+        def lookup(model, dataset, report):
+            if model == "duplicate-id-keys":
+                report(f"looking {model} up")
+                raise RuntimeError(f"registry broken for {model}")
+            return decoder_for_model(model, dataset, report)
+
+        monkeypatch.setattr(runner, "decoder_for_model", lookup)
+
+    def tree(score_dir: Path, jobs: int) -> tuple:
+        messages: list[str] = []
+        try:
+            runner.score_tree(result_dir, score_dir, dataset(), Options(jobs=jobs), report=messages.append)
+            raised = None
+        except RuntimeError as exc:
+            raised = str(exc)
+        files = {path.relative_to(score_dir).as_posix(): path.read_bytes()
+                 for path in sorted(score_dir.rglob("*")) if path.is_file()} if score_dir.exists() else {}
+        return files, messages, raised
+
+    serial = tree(tmp_path / "score-1", 1)
+    assert tree(tmp_path / "score-2", 2) == serial
+    if failure == "internal-errors":
+        assert sum("bfcl-safe could not score this entry: ZeroDivisionError" in m for m in serial[1]) >= 2
+    else:
+        assert serial[2] == "registry broken for duplicate-id-keys" and "looking duplicate-id-keys up" in serial[1]
+        assert len(serial[0]) == 3  # the files before it
