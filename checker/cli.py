@@ -108,7 +108,8 @@ _data_option = click.option(
               help="Where score files and data_multi_turn.csv are written.")
 @_data_option
 @click.option("--jobs", "-j", default=1, show_default=True, type=click.IntRange(1, 256),
-              help="Worker processes.")
+              help="Processes to score in: this one and N-1 forked from it (same results; worth it on "
+                   "thousands of entries). One process where forking is unsafe.")
 @click.option("--decoder", type=click.Choice(sorted(DECODERS)), default=None,
               help="Force a step decoder: fc (API function calling), prompting (Python call text), "
                    "json (xLAM-style), auto (per step). Default: the one the model's BFCL handler uses, "
@@ -139,7 +140,8 @@ def evaluate(result_dir: Path, score_dir: Path, data: str | None, jobs: int, dec
 @_data_option
 @click.option("--entries", default=20, show_default=True, type=click.IntRange(1, 200),
               help="Entries per category.")
-@click.option("--jobs", "-j", default=1, show_default=True, type=click.IntRange(1, 256))
+@click.option("--jobs", "-j", default=1, show_default=True, type=click.IntRange(1, 256),
+              help="Processes to score in (see 'evaluate --help').")
 def demo(score_dir: Path, data: str | None, entries: int, jobs: int) -> None:
     """Score a built-in demo: ground truth replayed as FC and prompting models, with some
     deliberately wrong and hostile entries. Fetches the pinned dataset if needed."""
