@@ -108,8 +108,9 @@ _data_option = click.option(
               help="Where score files and data_multi_turn.csv are written.")
 @_data_option
 @click.option("--jobs", "-j", default=1, show_default=True, type=click.IntRange(1, 256),
-              help="Processes to score in: this one and N-1 forked from it (same results; worth it on "
-                   "thousands of entries). One process where forking is unsafe.")
+              help="Processes to score in: this one and N-1 forked from it (worth it on "
+                   "thousands of entries; README, Known limits: state carried across entries). One process "
+                   "where forking is unsafe.")
 @click.option("--decoder", type=click.Choice(sorted(DECODERS)), default=None,
               help="Force a step decoder: fc (API function calling), prompting (Python call text), "
                    "json (xLAM-style), auto (per step). Default: the one the model's BFCL handler uses, "
