@@ -293,32 +293,16 @@ def score_tree(
         # serial run does at that file, and raises what a serial run raises there.
         # (The calls below keep the stack depth of the serial path where lines are parsed
         # or scored in this process: how deep a line may nest depends on it.)
-        read: list[_Batch] = []  # read and not yet collected, in file order
-        results: dict[int, list | None] = {}
-        tasks = 0
-
-        def read_next() -> _Batch | None:
-            if unread:
-                read.append(_hand_over(unread.pop(0), file_options, dataset))
-                return read[-1]
-            return None
-
         unread = list(files)
-        while read or unread:
-            batch = read[0] if read else read_next()
-            assert batch is not None
-            if batch.chunks is None:  # not scored yet: score it with the files after it
-                group = [batch]
-                size = _line_chars(batch)
-                while size < GROUP_CHARS and (member := read_next()) is not None:
-                    group.append(member)
-                    size += _line_chars(member)
-                results.update(_score_batches(dataset, group, options.jobs, progress, tasks))
-                tasks += sum(len(member.chunks) for member in group)
-            scores.append(_collect(batch, results, score_dir, dataset, progress, report))
-            read.pop(0)
-            for _, _, task in batch.chunks:
-                results.pop(task, None)  # written: not kept
+        while unread:
+            group: list[_Batch] = []
+            size = 0
+            while unread and (not group or size < GROUP_CHARS):
+                group.append(_hand_over(unread.pop(0), file_options, dataset))
+                size += _line_chars(group[-1])
+            results = _score_batches(dataset, group, options.jobs, progress)
+            for batch in group:
+                scores.append(_collect(batch, results, score_dir, dataset, progress, report))
     else:
         for result_file in files:
             scores.append(_prepare_file(result_file, score_dir, dataset, file_options(result_file, report), progress,
@@ -415,8 +399,8 @@ class _Batch:
     #: The kept lines to score: (text, id the main process found at its start, or None
     #: where it parsed the line itself), in id order.
     lines: list[tuple[str, str | None]] = attrs.Factory(list)
-    #: (first line, number of lines, task number) per chunk of ``lines``; None until scored.
-    chunks: list[tuple[int, int, int]] | None = None
+    #: (first line, number of lines, task number) per chunk of ``lines``.
+    chunks: list[tuple[int, int, int]] = attrs.Factory(list)
     unreadable: OSError | None = None
     #: Raised when the file is collected, where a serial run raises it.
     error: Exception | None = None
@@ -456,8 +440,7 @@ def _line_chars(batch: _Batch) -> int:
     return sum(len(text) for text, _ in batch.lines)
 
 
-def _score_batches(dataset: Dataset, batches: list[_Batch], jobs: int, progress,
-                   first_task: int = 0) -> dict[int, list | None]:
+def _score_batches(dataset: Dataset, batches: list[_Batch], jobs: int, progress) -> dict[int, list | None]:
     """Score the lines of every batch in ``jobs`` processes (this one and forked
     children): results of :func:`_score_lines` by task number (see ``_Batch.chunks``);
     a task missing from the result or None there (its process failed) is scored again by
@@ -467,16 +450,14 @@ def _score_batches(dataset: Dataset, batches: list[_Batch], jobs: int, progress,
     towards the end so that the processes finish together."""
     remaining = sum(len(batch.lines) for batch in batches)
     smallest = max(2, -(-remaining // (MAX_TASKS // 2)))
-    tasks: dict[int, tuple[_Batch, int, int]] = {}
+    tasks: list[tuple[_Batch, int, int]] = []
     for batch in batches:
-        batch.chunks = []
         start = 0
         while start < len(batch.lines):
             size = max(smallest, min(max(25, smallest), remaining // (jobs * 3)))
             count = min(size, len(batch.lines) - start)
-            task = first_task + len(tasks)
-            batch.chunks.append((start, count, task))
-            tasks[task] = (batch, start, count)
+            batch.chunks.append((start, count, len(tasks)))
+            tasks.append((batch, start, count))
             start += count
             remaining -= count
 
@@ -500,8 +481,8 @@ def _score_batches(dataset: Dataset, batches: list[_Batch], jobs: int, progress,
             progress(tasks[task][2])
 
     results: dict[int, list | None] = {}
-    for first in range(first_task, first_task + len(tasks), MAX_TASKS):  # (more than one queue holds)
-        group = range(first, min(first + MAX_TASKS, first_task + len(tasks)))
+    for first in range(0, len(tasks), MAX_TASKS):  # (more files than chunks fit in one queue)
+        group = range(first, min(first + MAX_TASKS, len(tasks)))
         shared = share_out(len(group), jobs, lambda task: work(group[task]),
                            lambda result: _encode_scored(*result, inputs(result[0])),
                            lambda text: _decode_scored(text, inputs), lambda task: done(group[task]))
