@@ -301,8 +301,11 @@ def score_tree(
                 group.append(_hand_over(unread.pop(0), file_options, dataset))
                 size += _line_chars(group[-1])
             results = _score_batches(dataset, group, options.jobs, progress)
-            for batch in group:
+            while group:  # (what is written is let go at once)
+                batch = group.pop(0)
                 scores.append(_collect(batch, results, score_dir, dataset, progress, report))
+                for _, _, task in batch.chunks:
+                    results.pop(task, None)
     else:
         for result_file in files:
             scores.append(_prepare_file(result_file, score_dir, dataset, file_options(result_file, report), progress,
