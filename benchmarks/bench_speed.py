@@ -1,6 +1,7 @@
 """Speed: bfcl-safe vs the reference on the same result files, whole processes, several rounds.
 
     python benchmarks/bench_speed.py [--result-dir DIR] [--rounds 5] [--jobs 1]
+    python benchmarks/bench_speed.py --jobs-scaling [--result-dir DIR] [--rounds 5] [--copies N]
 
 Without --result-dir it benchmarks two corpora: the real FC results in
 ../shared/real-results and the ground truth of all 800 entries replayed as a
@@ -13,6 +14,10 @@ entries/s and the ratio (medians of wall-clock time), the same ratio for CPU tim
 (``speedup_paired``: both run back to back in each round), and the ratio against the
 reference's scoring loop alone (`reference_score.py --core`: no score files), a
 lower bound of the reference's time.
+
+`--jobs-scaling` times bfcl-safe alone with --jobs 1 and --jobs 2, alternating, on the
+same corpora (or N copies of them), after measuring what a second process gains on
+this machine for pure Python work: the ceiling of any --jobs 2 speed-up here.
 """
 
 from __future__ import annotations
