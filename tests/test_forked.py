@@ -46,31 +46,48 @@ def test_every_task_runs_once_and_comes_back(jobs: int, count: int) -> None:
     assert _no_children_left()
 
 
-def test_children_do_share_the_work() -> None:
+def _wait_for(condition, seconds: float = 20) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.002)
+
+
+def test_children_do_share_the_work(tmp_path) -> None:
+    parent = os.getpid()
+
     def slow(index: int) -> dict:
-        time.sleep(0.01)
+        if os.getpid() != parent:
+            (tmp_path / str(os.getpid())).touch()
+        else:  # (not timing-dependent: this process waits until both children have taken one)
+            _wait_for(lambda: len(list(tmp_path.iterdir())) == 2)
+        time.sleep(0.002)
         return _square(index)
 
     results = share_out(40, 3, slow, json.dumps, json.loads)
     pids = {result["pid"] for result in results.values()}
-    assert os.getpid() in pids and len(pids) == 3
+    assert parent in pids and len(pids) == 3
 
 
 @pytest.mark.parametrize("how", ["exit", "raise", "kill"])
-def test_a_failing_child_loses_only_its_own_results(how: str) -> None:
+def test_a_failing_child_loses_only_its_own_results(how: str, tmp_path) -> None:
     parent = os.getpid()
+    failing = tmp_path / "failing"
 
     def fragile(index: int) -> dict:
         if os.getpid() != parent and index >= 5:
+            failing.touch()
             if how == "exit":
                 os._exit(3)
             if how == "kill":
                 os.kill(os.getpid(), 9)
             raise RuntimeError("a bug in one task")
-        time.sleep(0.005)
+        if os.getpid() == parent and index >= 5:
+            _wait_for(failing.exists)  # (not timing-dependent: the child has taken one of those)
+        time.sleep(0.001)
         return _square(index)
 
     results = share_out(30, 2, fragile, json.dumps, json.loads)
+    assert failing.exists()
     assert _no_children_left()
     # Whatever came back is right, and the parent's own tasks all came back.
     assert all(results[i]["square"] == i * i for i in results)
