@@ -214,8 +214,9 @@ def _failure_record(entry_id: str, model: str, category: str, message: str) -> d
             "first_failing_turn": 0, "turns_passed": 0}
 
 
-#: A worker checks that a line parses with this many fewer levels of recursion to spare:
-#: such a line also parses in the main process, whatever the depth of either's stack.
+#: With --jobs, a line is scored only if it parses with this many fewer levels of
+#: recursion to spare: such a line also parses in a serial run, whatever the depth of
+#: either's stack (else the main process reads its file again as a serial run does).
 _DEPTH_MARGIN = 100
 
 
@@ -382,7 +383,7 @@ def _missing(result_file: ResultFile, order: list[str], kept: list, options: Opt
 # ------------------------------------------------------------------ with a pool
 
 #: The start of a line as ``json.dumps`` writes a result entry, and its id. The main
-#: process takes the id from here without parsing the line; the worker checks it.
+#: process takes the id from here without parsing the line; the process scoring it checks it.
 _LINE_START = re.compile(r'\{"id": "([^"\\]*)", ')
 
 
@@ -638,7 +639,8 @@ def _collect(batch: _Batch, scored: dict[int, list | None], score_dir: Path, dat
 
 
 def _rescored(kept, numbers, scored, result_file, dataset, options) -> Iterator[Outcome]:
-    """Outcomes of ``kept``: a worker's where it scored the same line, else scored here."""
+    """Outcomes of ``kept``: the one already scored for the same line, if any, else
+    scored here."""
     for item in kept:
         outcome = scored.get(numbers[item["id"]])
         yield outcome if outcome is not None else _outcome(dataset, item, result_file.model,

@@ -9,7 +9,7 @@ one step, invalid JSON arguments, tool calls whose honest computation never fini
 Every payload tries to create a file in a canary folder.
 
 The command runs in a child process with an address-space limit (2 GB) and a
-timeout (120 s), once with one process and once with a worker pool. It must exit 0,
+timeout (120 s), once with one process and once with --jobs 2. It must exit 0,
 leave the canary folder empty, and give every ordinary entry its known verdict:
 replayed ground truth passes (also with hostile steps in front of the right calls),
 an emptied last turn is an empty-turn failure, a lost turn is force-terminated.
@@ -208,7 +208,7 @@ def _write_tree(root: Path) -> dict[tuple[str, str], str | None]:
                     result = [[*probes, *small[(index + turn) % len(small) :][:3]] for turn in range(len(truth))]
                     expected[key] = "fail"
                 lines.append(json.dumps({"id": entry["id"], "result": result}))
-            # A line nested nearly as deep as JSON allows (too deep to pickle for a worker),
+            # A line nested nearly as deep as JSON allows (too deep for a --jobs process's margin),
             # and one deeper than JSON allows (skipped and reported).
             lines.append(f'{{"id": "{category}_199", "result": {"[" * 950 + "]" * 950}}}')
             lines.append(f'{{"id": "{category}_198", "result": {"[" * DEEP + "]" * DEEP}}}')
