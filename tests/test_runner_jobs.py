@@ -259,11 +259,15 @@ def test_files_read_and_scored_a_group_at_a_time_give_the_same_files(tmp_path: P
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 @pytest.mark.parametrize("failure", ["internal-errors", "a-file-raises"])
-def test_messages_files_and_errors_come_as_in_a_serial_run(tmp_path: Path, monkeypatch, failure: str) -> None:
+@pytest.mark.parametrize("group_chars", [1, 1 << 30], ids=["a-group-per-file", "one-group"])
+def test_messages_files_and_errors_come_as_in_a_serial_run(tmp_path: Path, monkeypatch, failure: str,
+                                                            group_chars: int) -> None:
     """An entry the scorer itself cannot score (its message comes with its file's), and a
-    file whose model lookup raises (the files before it are written, then it raises)."""
+    file whose model lookup raises (the files before it are written, then it raises),
+    with all files in one group and with a group per file."""
     from checker import runner
 
+    monkeypatch.setattr(runner, "GROUP_CHARS", group_chars)
     result_dir = _write_tree(tmp_path)
     if failure == "internal-errors":
         score_entry = runner.score_entry
@@ -298,6 +302,8 @@ def test_messages_files_and_errors_come_as_in_a_serial_run(tmp_path: Path, monke
 
     serial = tree(tmp_path / "score-1", 1)
     assert tree(tmp_path / "score-2", 2) == serial
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)  # no child left behind
     if failure == "internal-errors":
         assert sum("bfcl-safe could not score this entry: ZeroDivisionError" in m for m in serial[1]) >= 2
     else:
