@@ -36,25 +36,30 @@ def keyword_arguments(spec: CallSpec, involved: Sequence[str]) -> dict[str, Any]
     return arguments
 
 
-def ground_truth_as_fc(ground_truth: Sequence[Sequence[str]], involved: Sequence[str]) -> list:
-    """One step per turn with all its calls, then an empty step (the model's text reply)."""
+def ground_truth_calls(ground_truth: Sequence[Sequence[str]], involved: Sequence[str]) -> list[list[tuple[str, dict]]]:
+    """Per turn, each ground-truth call as its name and keyword arguments."""
     turns = []
     for turn in ground_truth:
         calls = []
         for text in turn:
             spec = parse_call(text)
-            calls.append({spec.name: json.dumps(keyword_arguments(spec, involved))})
+            calls.append((spec.name, keyword_arguments(spec, involved)))
+        turns.append(calls)
+    return turns
+
+
+def ground_truth_as_fc(ground_truth: Sequence[Sequence[str]], involved: Sequence[str]) -> list:
+    """One step per turn with all its calls, then an empty step (the model's text reply)."""
+    turns = []
+    for turn in ground_truth_calls(ground_truth, involved):
+        calls = [{name: json.dumps(arguments)} for name, arguments in turn]
         turns.append([calls, []] if calls else [[]])
     return turns
 
 
 def ground_truth_as_prompting(ground_truth: Sequence[Sequence[str]], involved: Sequence[str]) -> list:
     turns = []
-    for turn in ground_truth:
-        rendered = []
-        for text in turn:
-            spec = parse_call(text)
-            arguments = keyword_arguments(spec, involved)
-            rendered.append(f"{spec.name}({', '.join(f'{k}={v!r}' for k, v in arguments.items())})")
+    for turn in ground_truth_calls(ground_truth, involved):
+        rendered = [f"{name}({', '.join(f'{k}={v!r}' for k, v in arguments.items())})" for name, arguments in turn]
         turns.append([f"[{', '.join(rendered)}]"] if rendered else ["I cannot do that with the tools I have."])
     return turns

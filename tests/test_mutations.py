@@ -9,24 +9,12 @@ from typing import Any
 
 import pytest
 
-from checker.replay import keyword_arguments
+from checker.replay import ground_truth_calls
 from checker.verdict import evaluate_entry
-from interp import parse_call
 from tests.checker_support import CATEGORIES, dataset, reference_verdict
 
 MODEL = "mutant-model"
 Calls = list[list[tuple[str, dict]]]
-
-
-def _structured(truth: list[list[str]], involved: list[str]) -> Calls:
-    turns = []
-    for turn in truth:
-        calls = []
-        for text in turn:
-            spec = parse_call(text)
-            calls.append((spec.name, keyword_arguments(spec, involved)))
-        turns.append(calls)
-    return turns
 
 
 def _copy(turns: Calls) -> Calls:
@@ -114,7 +102,7 @@ def test_mutated_ground_truth_agrees_with_the_reference(category, form):
         truth = data.ground_truth_for(entry["id"])
         involved = entry["involved_classes"]
         tool_names = sorted({d["name"] for c in involved for d in data.func_docs(c)})
-        for kind, mutant in mutations(_structured(truth, involved), tool_names, rng):
+        for kind, mutant in mutations(ground_truth_calls(truth, involved), tool_names, rng):
             if form == "fc":
                 result = as_fc(mutant)
             else:
