@@ -15,6 +15,15 @@ RUN, MODEL = REAL_RUN, REAL_MODEL
 
 
 
+def _stderr(out) -> str:
+    return out.stderr if hasattr(out, "stderr") else out.output
+
+
+def _evaluate(runner, result_dir: Path, score_dir: Path, *extra: str):
+    return runner.invoke(main, ["evaluate", "--result-dir", str(result_dir), "--score-dir", str(score_dir),
+                                "--data", str(wheel()), *extra])
+
+
 def _official(category: str) -> dict[str, str]:
     path = RUN / "score" / MODEL / "multi_turn" / f"BFCL_v4_{category}_score.json"
     return {json.loads(l)["id"]: json.loads(l)["error"]["error_type"] for l in path.read_text().splitlines()[1:]}
@@ -34,8 +43,7 @@ needs_real = pytest.mark.skipif(not RUN.is_dir(), reason="../shared/real-results
 def test_evaluate_writes_score_files_with_official_verdicts(runner, tmp_path, jobs):
     result_dir = real_results_subset(tmp_path, 12)
     score_dir = tmp_path / "score"
-    out = runner.invoke(main, ["evaluate", "--result-dir", str(result_dir), "--score-dir", str(score_dir),
-                               "--data", str(wheel()), "--jobs", str(jobs), "--partial"])
+    out = _evaluate(runner, result_dir, score_dir, "--jobs", str(jobs), "--partial")
     assert out.exit_code == 0, out.output
     assert "multi_turn_base" in out.output and "accuracy" in out.output
     for category in ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param"):
@@ -50,13 +58,12 @@ def test_evaluate_writes_score_files_with_official_verdicts(runner, tmp_path, jo
 def test_missing_entries_count_as_failed_without_partial(runner, tmp_path):
     result_dir = real_results_subset(tmp_path, 5)
     score_dir = tmp_path / "score"
-    out = runner.invoke(main, ["evaluate", "--result-dir", str(result_dir), "--score-dir", str(score_dir),
-                               "--data", str(wheel())])
+    out = _evaluate(runner, result_dir, score_dir)
     assert out.exit_code == 0
     summary, ours = _ours(score_dir, "multi_turn_base")
     assert summary["total_count"] == 200
     assert sum(1 for v in ours.values() if v == "multi_turn:inference_error") >= 195
-    assert "entries missing" in (out.stderr if hasattr(out, "stderr") else out.output)
+    assert "entries missing" in _stderr(out)
 
 
 @needs_real
@@ -71,10 +78,9 @@ def test_malformed_lines_are_reported_and_the_rest_is_scored(runner, tmp_path):
     lines.insert(6, json.dumps({"id": "multi_turn_base_77", "result": [[["not a step"]], 5]}))
     path.write_text("\n".join(lines) + "\n")
     score_dir = tmp_path / "score"
-    out = runner.invoke(main, ["evaluate", "--result-dir", str(result_dir), "--score-dir", str(score_dir),
-                               "--data", str(wheel()), "--partial"])
+    out = _evaluate(runner, result_dir, score_dir, "--partial")
     assert out.exit_code == 0, out.output
-    stderr = out.stderr if hasattr(out, "stderr") else out.output
+    stderr = _stderr(out)
     assert ":3: not valid JSON" in stderr
     assert "duplicate id 'multi_turn_base_0'" in stderr
     assert "'multi_turn_base_999' is not in the dataset" in stderr
@@ -89,15 +95,14 @@ def test_malformed_lines_are_reported_and_the_rest_is_scored(runner, tmp_path):
 def test_missing_result_dir_is_a_one_line_error(runner, tmp_path):
     out = runner.invoke(main, ["evaluate", "--result-dir", str(tmp_path / "nope"), "--score-dir", str(tmp_path)])
     assert out.exit_code == 2
-    assert "does not exist" in (out.stderr if hasattr(out, "stderr") else out.output)
+    assert "does not exist" in _stderr(out)
 
 
 def test_empty_result_dir_is_a_one_line_error(runner, tmp_path):
     (tmp_path / "result").mkdir()
-    out = runner.invoke(main, ["evaluate", "--result-dir", str(tmp_path / "result"), "--score-dir",
-                               str(tmp_path / "score"), "--data", str(wheel())])
+    out = _evaluate(runner, tmp_path / "result", tmp_path / "score")
     assert out.exit_code == 1
-    message = (out.stderr if hasattr(out, "stderr") else out.output).strip()
+    message = _stderr(out).strip()
     assert message.startswith("Error: no multi-turn result files under")
     assert len(message.splitlines()) == 1
 
@@ -109,7 +114,7 @@ def test_bad_data_path_is_a_one_line_error(runner, tmp_path):
     out = runner.invoke(main, ["evaluate", "--result-dir", str(tmp_path / "result"), "--score-dir",
                                str(tmp_path / "score"), "--data", str(bogus)])
     assert out.exit_code == 1
-    message = (out.stderr if hasattr(out, "stderr") else out.output).strip()
+    message = _stderr(out).strip()
     assert message.startswith("Error:") and len(message.splitlines()) == 1
 
 
@@ -118,7 +123,7 @@ def test_missing_cache_names_the_fix(runner, tmp_path, monkeypatch):
     (tmp_path / "result").mkdir()
     out = runner.invoke(main, ["evaluate", "--result-dir", str(tmp_path / "result"), "--score-dir", str(tmp_path / "s")])
     assert out.exit_code == 1
-    assert "bfcl-safe data fetch" in (out.stderr if hasattr(out, "stderr") else out.output)
+    assert "bfcl-safe data fetch" in _stderr(out)
 
 
 def test_demo_scores_the_built_in_result_set(runner, tmp_path):
@@ -146,10 +151,9 @@ def test_an_unreadable_result_file_is_reported_and_the_others_are_scored(runner,
     broken = result_dir / MODEL / "multi_turn" / "BFCL_v4_multi_turn_long_context_result.json"
     broken.symlink_to(tmp_path / "does-not-exist.json")  # found by the walk, cannot be opened
     score_dir = tmp_path / "score"
-    out = runner.invoke(main, ["evaluate", "--result-dir", str(result_dir), "--score-dir", str(score_dir),
-                               "--data", str(wheel()), "--partial"])
+    out = _evaluate(runner, result_dir, score_dir, "--partial")
     assert out.exit_code == 0, out.output
-    stderr = out.stderr if hasattr(out, "stderr") else out.output
+    stderr = _stderr(out)
     assert "BFCL_v4_multi_turn_long_context_result.json: cannot be read" in stderr
     summary, _ = _ours(score_dir, "multi_turn_base")
     assert summary["total_count"] == 4
