@@ -20,8 +20,8 @@ from typing import Any, Dict, List, Mapping, Optional, Union
 
 import attrs
 
-from interp import limits
-from interp.tools import tool
+from bfcl_safe.interp import limits
+from bfcl_safe.interp.tools import tool
 
 #: Characters a new file or directory name may not contain.
 FORBIDDEN_NAME_CHARACTERS = '|/\\?%*:"><'

@@ -9,6 +9,8 @@ this 190 kB file); model text never goes through this module.
 
 from __future__ import annotations
 
+from bfcl_safe.interp.errors import BfclSafeError
+
 import ast
 import json
 import re
@@ -19,7 +21,7 @@ from typing import Any, Mapping
 RELATIVE_PATH = "eval_checker/multi_turn_eval/func_source_code/long_context.py"
 
 
-class LongContextDataError(ValueError):
+class LongContextDataError(BfclSafeError, ValueError):
     """The long-context file is not the plain list of literal assignments we expect."""
 
 

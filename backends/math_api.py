@@ -33,8 +33,8 @@ from typing import Any, Mapping
 
 import attrs
 
-from interp import limits
-from interp.tools import tool
+from bfcl_safe.interp import limits
+from bfcl_safe.interp.tools import tool
 
 #: Length units accepted by :meth:`MathAPI.si_unit_conversion`, in metres.
 METRES_PER_UNIT: Mapping[str, float] = {

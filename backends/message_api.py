@@ -12,9 +12,9 @@ from typing import Any, Dict, List, Mapping, Optional, Union
 
 import attrs
 
-from backends.config_data import copy_data
-from backends.seeded import LazyRandom
-from interp.tools import tool
+from bfcl_safe.backends.config_data import copy_data
+from bfcl_safe.backends.seeded import LazyRandom
+from bfcl_safe.interp.tools import tool
 
 #: Seed of the id generator when the scenario gives none.
 DEFAULT_RANDOM_SEED = 200191

@@ -11,8 +11,8 @@ from typing import Any, Dict, List, Mapping, Union
 
 import attrs
 
-from backends.config_data import copy_data
-from interp.tools import tool
+from bfcl_safe.backends.config_data import copy_data
+from bfcl_safe.interp.tools import tool
 
 
 def _not_authenticated(action: str) -> dict[str, str]:

@@ -8,8 +8,8 @@ operations rather than "not found" errors. Needs Hypothesis (``pip install
 'bfcl-safe[fuzz]'``)::
 
     from hypothesis import given
-    from backends.gorilla_file_system import GorillaFileSystem
-    from backends.strategies import call_sequences, run_calls
+    from bfcl_safe.backends.gorilla_file_system import GorillaFileSystem
+    from bfcl_safe.backends.strategies import call_sequences, run_calls
 
     def fresh():
         return [GorillaFileSystem.from_config({"root": {"home": {"type": "directory", "contents": {}}}})]
@@ -41,17 +41,17 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "backends.strategies needs Hypothesis: pip install 'bfcl-safe[fuzz]'"
     ) from exc
 
-from backends.gorilla_file_system import Directory, File, GorillaFileSystem
-from backends.math_api import IMPERIAL_FACTORS, METRES_PER_UNIT, MathAPI
-from backends.message_api import MessageAPI
-from backends.posting_api import TwitterAPI
-from backends.ticket_api import EDITABLE_FIELDS, HIGHEST_PRIORITY, LOWEST_PRIORITY, TicketAPI
-from backends.trading_bot import TradingBot
-from backends.travel_booking import AIRPORTS, BASE_FARES, CITY_AIRPORTS, CLASS_FACTORS, USD_RATES, TravelAPI
-from backends.vehicle_control import (
+from bfcl_safe.backends.gorilla_file_system import Directory, File, GorillaFileSystem
+from bfcl_safe.backends.math_api import IMPERIAL_FACTORS, METRES_PER_UNIT, MathAPI
+from bfcl_safe.backends.message_api import MessageAPI
+from bfcl_safe.backends.posting_api import TwitterAPI
+from bfcl_safe.backends.ticket_api import EDITABLE_FIELDS, HIGHEST_PRIORITY, LOWEST_PRIORITY, TicketAPI
+from bfcl_safe.backends.trading_bot import TradingBot
+from bfcl_safe.backends.travel_booking import AIRPORTS, BASE_FARES, CITY_AIRPORTS, CLASS_FACTORS, USD_RATES, TravelAPI
+from bfcl_safe.backends.vehicle_control import (
     DOOR_NAMES, HEADLIGHT_MODES, PARKING_BRAKE_MODES, ZIPCODES, VehicleControlAPI,
 )
-from interp import CallSpec, MethodTable, run_call, tool_names
+from bfcl_safe.interp import CallSpec, MethodTable, run_call, tool_names
 
 __all__ = [
     "ARGUMENTS", "as_fc_step", "as_prompting_step", "call_sequences", "run_calls", "tool_calls",
@@ -246,7 +246,7 @@ def _ticket(api: TicketAPI) -> dict[str, Kwargs]:
 
 
 def _trading(bot: TradingBot) -> dict[str, Kwargs]:
-    from backends.trading_bot import _SECTORS, _SYMBOLS_BY_NAME
+    from bfcl_safe.backends.trading_bot import _SECTORS, _SYMBOLS_BY_NAME
 
     known = list(bot.stocks)
     symbols = _existing_or(known, st.sampled_from(sorted(_SYMBOLS_BY_NAME.values())))

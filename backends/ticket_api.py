@@ -25,7 +25,7 @@ from typing import Any, Mapping
 
 import attrs
 
-from interp.tools import tool
+from bfcl_safe.interp.tools import tool
 
 #: Fields ``edit_ticket`` may change. A frozenset: the difference with a set
 #: built from the update keys yields the same set (and iteration order, which

@@ -20,9 +20,9 @@ from typing import Any, Dict, List, Mapping, Optional, Union
 
 import attrs
 
-from backends.seeded import LazyRandom
-from interp.results import frozen_json
-from interp.tools import tool
+from bfcl_safe.backends.seeded import LazyRandom
+from bfcl_safe.interp.results import frozen_json
+from bfcl_safe.interp.tools import tool
 
 #: The simulated "now" of every scenario.
 CURRENT_TIME = datetime(2024, 9, 1, 10, 30)

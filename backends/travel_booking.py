@@ -15,8 +15,8 @@ from typing import Any, Mapping, Optional
 
 import attrs
 
-from backends.seeded import LazyRandom
-from interp.tools import tool
+from bfcl_safe.backends.seeded import LazyRandom
+from bfcl_safe.interp.tools import tool
 
 #: Seed of the id generator when the scenario gives none.
 DEFAULT_RANDOM_SEED = 141053

@@ -15,8 +15,8 @@ from typing import Any, Mapping
 
 import attrs
 
-from backends.seeded import LazyRandom
-from interp.tools import tool
+from bfcl_safe.backends.seeded import LazyRandom
+from bfcl_safe.interp.tools import tool
 
 # The constant types matter: they show up in TypeError texts and in result types.
 MAX_FUEL_LEVEL = 50  # gallons (an int, as in the reference)

@@ -7,8 +7,8 @@ import json
 import shutil
 from pathlib import Path
 
-from checker.dataset import Dataset
-from checker.replay import ground_truth_as_prompting
+from bfcl_safe.checker.dataset import Dataset
+from bfcl_safe.checker.replay import ground_truth_as_prompting
 from tests.refenv import wheel
 
 CATEGORIES = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context")

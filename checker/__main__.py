@@ -1,5 +1,5 @@
-"""``python -m checker``: the ``bfcl-safe`` command."""
+"""``python -m bfcl_safe.checker``: the ``bfcl-safe`` command."""
 
-from checker.command import run
+from bfcl_safe.checker.command import run
 
 run()

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import click
 
-from checker.dataset import Dataset, DatasetError, default_cache_dir, fetch_dataset
-from checker.decoders import DECODERS
-from checker.runner import FileScore, Options, find_result_files, score_tree
+from bfcl_safe.checker.contract import MULTI_TURN_CATEGORIES
+from bfcl_safe.checker.dataset import Dataset, DatasetError, default_cache_dir, fetch_dataset
+from bfcl_safe.checker.decoders import DECODERS
+from bfcl_safe.checker.runner import FileScore, Options, find_result_files, score_tree
 
 
 def _open_dataset(data: str | None, *, fetch_if_missing: bool = False) -> Dataset:
@@ -146,7 +147,7 @@ def evaluate(result_dir: Path, score_dir: Path, data: str | None, jobs: int, dec
 def demo(score_dir: Path, data: str | None, entries: int, jobs: int) -> None:
     """Score a built-in demo: ground truth replayed as FC and prompting models, with some
     deliberately wrong and hostile entries. Fetches the pinned dataset if needed."""
-    from checker.demo import write_demo_results
+    from bfcl_safe.checker.demo import write_demo_results
 
     try:
         dataset = _open_dataset(data, fetch_if_missing=True)
@@ -167,7 +168,7 @@ def demo(score_dir: Path, data: str | None, entries: int, jobs: int) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the explanation as JSON.")
 def explain(result_dir: Path, entry_id: str, model: str | None, data: str | None, as_json: bool) -> None:
     """Explain one entry's verdict turn by turn: calls, results, state diff, missing responses."""
-    from checker.explain import ExplainError, explain_entry, render_json, render_text
+    from bfcl_safe.checker.explain import ExplainError, explain_entry, render_json, render_text
 
     try:
         dataset = _open_dataset(data)
@@ -202,7 +203,7 @@ def info(data: str | None) -> None:
     try:
         dataset = Dataset.open(data)
         click.echo(f"dataset: {dataset!r}")
-        for category in ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context"):
+        for category in MULTI_TURN_CATEGORIES:
             click.echo(f"  {category}: {len(dataset.entries(category))} entries")
     except DatasetError as exc:
         raise click.ClickException(str(exc)) from None
@@ -210,6 +211,6 @@ def info(data: str | None) -> None:
 
 
 if __name__ == "__main__":
-    from checker.command import run
+    from bfcl_safe.checker.command import run
 
     run()

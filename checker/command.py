@@ -1,4 +1,4 @@
-"""The ``bfcl-safe`` command (also ``python -m checker``): the click group of
+"""The ``bfcl-safe`` command (also ``python -m bfcl_safe.checker``): the click group of
 :mod:`checker.cli`, run with the garbage collector tuned for a short, allocation-heavy
 process, and an immediate exit once output is flushed.
 
@@ -30,7 +30,7 @@ def run() -> None:
     containers, is collected less often (:data:`GC_THRESHOLDS`)."""
     gc.disable()
     try:
-        from checker.cli import main
+        from bfcl_safe.checker.cli import main
     finally:
         gc.freeze()
         gc.set_threshold(*GC_THRESHOLDS)

@@ -19,6 +19,8 @@ cache: treat them as read-only (``prompt_entry`` returns a fresh copy).
 
 from __future__ import annotations
 
+from bfcl_safe.interp.errors import BfclSafeError
+
 import ast
 import json
 import os
@@ -30,26 +32,16 @@ from typing import Any, Mapping
 
 import attrs
 
-from backends.long_context import RELATIVE_PATH as LONG_CONTEXT_PATH
-from backends.long_context import LongContextDataError, parse_long_context
-from checker.scores import RawJSON, raw_top_level_value, top_level_span
+from bfcl_safe.backends.long_context import RELATIVE_PATH as LONG_CONTEXT_PATH
+from bfcl_safe.backends.long_context import LongContextDataError, parse_long_context
+from bfcl_safe.checker.scores import RawJSON, raw_top_level_value, top_level_span
 
-#: The pinned reference release and its wheel.
-PINNED_VERSION = "2026.3.23"
-PINNED_REQUIREMENT = f"bfcl-eval=={PINNED_VERSION}"
-WHEEL_NAME = f"bfcl_eval-{PINNED_VERSION}-py3-none-any.whl"
-WHEEL_SHA256 = "3bb6dfa5f0c68ad403c9ec50b00db2bb3b4cc9b38ab1ff33f48fe30d853d3a0a"
+from bfcl_safe.checker.contract import (  # noqa: F401  (re-exported: the dataset's view of the contract)
+    MULTI_TURN_CATEGORIES, PINNED_REQUIREMENT, PINNED_VERSION, VERSION_PREFIX, WHEEL_NAME, WHEEL_SHA256, category_of,
+)
 
 #: Environment variable naming the cache folder.
 CACHE_ENV = "BFCL_SAFE_CACHE"
-
-#: The four scored multi-turn categories, in BFCL's order.
-MULTI_TURN_CATEGORIES = (
-    "multi_turn_base",
-    "multi_turn_miss_func",
-    "multi_turn_miss_param",
-    "multi_turn_long_context",
-)
 
 #: Backend class -> tool-doc file under ``data/multi_turn_func_doc/`` (as in the
 #: reference's ``MULTI_TURN_FUNC_DOC_FILE_MAPPING``).
@@ -77,12 +69,12 @@ MODEL_CONFIG_PATH = "constants/model_config.py"
 
 def question_path(category: str) -> str:
     """Path of a category's question file, relative to the ``bfcl_eval`` package."""
-    return f"data/BFCL_v4_{category}.json"
+    return f"data/{VERSION_PREFIX}_{category}.json"
 
 
 def answer_path(category: str) -> str:
     """Path of a category's ground-truth file, relative to the ``bfcl_eval`` package."""
-    return f"data/possible_answer/BFCL_v4_{category}.json"
+    return f"data/possible_answer/{VERSION_PREFIX}_{category}.json"
 
 
 def func_doc_path(class_name: str) -> str:
@@ -98,7 +90,7 @@ REQUIRED_FILES = (
 )
 
 
-class DatasetError(Exception):
+class DatasetError(BfclSafeError):
     """The dataset cannot be found or read; the message is one line saying what to do."""
 
 
@@ -520,14 +512,6 @@ class Dataset:
         if info is not None and isinstance(info.display_name, str):
             return info.display_name
         return model_folder_name
-
-
-def category_of(entry_id: str) -> str:
-    """``multi_turn_base_12`` -> ``multi_turn_base`` (KeyError for other categories)."""
-    category = entry_id.rsplit("_", 1)[0] if isinstance(entry_id, str) else None
-    if category not in MULTI_TURN_CATEGORIES:
-        raise KeyError(f"{entry_id!r} is not the id of a multi-turn entry")
-    return category
 
 
 # --------------------------------------------------------------------------- model_config.py

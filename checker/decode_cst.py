@@ -12,8 +12,8 @@ from typing import Any, Callable
 
 import libcst as cst
 
-from checker.decoders import DecodeError
-from interp import limits
+from bfcl_safe.checker.decoders import DecodeError
+from bfcl_safe.interp import limits
 
 _CONSTANT_NODES = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString)
 _NAMED_CONSTANTS = {"True": True, "False": False, "None": None}

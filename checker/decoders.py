@@ -18,17 +18,19 @@ differ from the reference, and only for inputs whose decoding would run model co
 
 from __future__ import annotations
 
+from bfcl_safe.interp.errors import BfclSafeError
+
 import json
 import json.scanner
 from functools import lru_cache
 from typing import Any, Callable
 
-from interp import limits
-from interp.errors import RejectedInput
-from interp.execute import Call
-from interp.fc import fc_call, reference_text
-from interp.fastparse import parse_tree
-from interp.text import bracket_depth, python_syntax_error
+from bfcl_safe.interp import limits
+from bfcl_safe.interp.errors import RejectedInput
+from bfcl_safe.interp.execute import Call
+from bfcl_safe.interp.fc import fc_call, reference_text
+from bfcl_safe.interp.fastparse import parse_tree
+from bfcl_safe.interp.text import bracket_depth, python_syntax_error
 
 
 #: Prompting step texts and FC argument texts up to this length are decoded once and
@@ -37,7 +39,7 @@ CACHED_STEP_LENGTH = 2048
 CACHED_TEXTS = 2048
 
 
-class DecodeError(ValueError):
+class DecodeError(BfclSafeError, ValueError):
     """The step does not decode; the scorer skips it, like the reference."""
 
 
@@ -183,7 +185,7 @@ def _prompting_calls(step: Any) -> list[dict]:
         raise DecodeError("step text outside the simple subset and too long for libcst")
     if bracket_depth(text) > limits.MAX_NESTING_DEPTH:  # guards libcst's recursion
         raise DecodeError("step text nested too deeply")
-    from checker.decode_cst import prompting_calls
+    from bfcl_safe.checker.decode_cst import prompting_calls
 
     return prompting_calls(text)
 
@@ -325,4 +327,4 @@ def decode_step(step: Any, decoder: str = "auto") -> list[Call]:
 
 # The decoders of the reference's model handlers with their own formats register
 # themselves in DECODERS (imported last: that module imports this one).
-import checker.handler_decoders  # noqa: E402,F401
+import bfcl_safe.checker.handler_decoders  # noqa: E402,F401

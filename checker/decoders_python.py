@@ -19,10 +19,10 @@ from typing import Any
 
 import libcst as cst
 
-from checker.decode_cst import _arith, _constant, _is_constant, _resolve_call, _safe
-from checker.decoders import DecodeError
-from interp import limits
-from interp.text import bracket_depth
+from bfcl_safe.checker.decode_cst import _arith, _constant, _is_constant, _resolve_call, _safe
+from bfcl_safe.checker.decoders import DecodeError
+from bfcl_safe.interp import limits
+from bfcl_safe.interp.text import bracket_depth
 
 _UNARY = {cst.Minus: operator.neg, cst.Plus: operator.pos, cst.BitInvert: operator.invert, cst.Not: operator.not_}
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from checker.dataset import Dataset
-from checker.replay import ground_truth_as_fc, ground_truth_as_prompting
+from bfcl_safe.checker.contract import MULTI_TURN_CATEGORIES
+from bfcl_safe.checker.dataset import Dataset
+from bfcl_safe.checker.replay import ground_truth_as_fc, ground_truth_as_prompting
 
 DEMO_MODEL_FC = "demo-replay-FC"
 DEMO_MODEL_PROMPT = "demo-replay-prompting"
@@ -36,7 +37,7 @@ def write_demo_results(dataset: Dataset, result_dir: Path, entries: int = DEMO_E
     ):
         folder = result_dir / model / "multi_turn"
         folder.mkdir(parents=True, exist_ok=True)
-        for category in ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context"):
+        for category in MULTI_TURN_CATEGORIES:
             lines = []
             for index, entry in enumerate(dataset.entries(category)[:entries]):
                 truth = dataset.ground_truth_for(entry["id"])

@@ -18,14 +18,16 @@ by one lock so that a result is computed and rendered at the precision it set.)
 
 from __future__ import annotations
 
+from bfcl_safe.interp.errors import BfclSafeError
+
 import copy
 import threading
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import attrs
 
-from interp import MethodTable, run_step
-from interp.execute import Call
+from bfcl_safe.interp import MethodTable, run_step
+from bfcl_safe.interp.execute import Call
 
 #: BFCL's ``MAXIMUM_STEP_LIMIT`` (``constants/default_prompts.py``). Inference counts the
 #: steps of a turn that ran calls; when the count exceeds the limit (at the 21st such
@@ -46,14 +48,14 @@ _DATASET_LOCK = threading.Lock()
 
 
 def _backend_classes() -> dict[str, type]:
-    from backends.gorilla_file_system import GorillaFileSystem
-    from backends.math_api import MathAPI
-    from backends.message_api import MessageAPI
-    from backends.posting_api import TwitterAPI
-    from backends.ticket_api import TicketAPI
-    from backends.trading_bot import TradingBot
-    from backends.travel_booking import TravelAPI
-    from backends.vehicle_control import VehicleControlAPI
+    from bfcl_safe.backends.gorilla_file_system import GorillaFileSystem
+    from bfcl_safe.backends.math_api import MathAPI
+    from bfcl_safe.backends.message_api import MessageAPI
+    from bfcl_safe.backends.posting_api import TwitterAPI
+    from bfcl_safe.backends.ticket_api import TicketAPI
+    from bfcl_safe.backends.trading_bot import TradingBot
+    from bfcl_safe.backends.travel_booking import TravelAPI
+    from bfcl_safe.backends.vehicle_control import VehicleControlAPI
 
     return {
         cls.__name__: cls
@@ -81,7 +83,7 @@ def instance_name(owner: str, entry_id: str, class_name: str) -> str:
     return name.replace("-", "_").replace(".", "_").replace("/", "_").replace(":", "_")
 
 
-class EpisodeError(RuntimeError):
+class EpisodeError(BfclSafeError, RuntimeError):
     """The turn protocol was not followed (a step after its turn or the episode ended, or
     a turn method on an episode not built by :meth:`Episode.from_entry`)."""
 
@@ -102,7 +104,7 @@ def plain(value: Any) -> Any:
         return [plain(item) for item in value]
     if isinstance(value, (set, frozenset)):
         return [plain(item) for item in sorted(value, key=repr)]
-    from backends.gorilla_file_system import Directory, File
+    from bfcl_safe.backends.gorilla_file_system import Directory, File
 
     if isinstance(value, Directory):
         return {"name": plain(value.name), "contents": plain(value.contents)}
@@ -181,7 +183,7 @@ class _Play:
 
 def _as_step(calls: Any, decoder: str | None) -> tuple[Any, str]:
     """The step as a result file would hold it, and the decoder for it."""
-    from checker.decoders import DECODERS
+    from bfcl_safe.checker.decoders import DECODERS
 
     if decoder is not None:
         if decoder not in DECODERS:
@@ -255,7 +257,8 @@ class Episode:
         model, which decides the reference's name rewrite inside string arguments; with
         None they get neutral names. ``excluded_function`` is ignored, as BFCL does.
         """
-        from checker.verdict import category_of, is_long_context, new_sides
+        from bfcl_safe.checker.contract import category_of, is_long_context
+        from bfcl_safe.checker.verdict import new_sides
 
         with _DATASET_LOCK:
             if isinstance(entry, str):
@@ -351,8 +354,8 @@ class Episode:
         turn past :data:`MAXIMUM_STEP_LIMIT` runs, then force-terminates the episode.
         Calls of held-out tools run even before their turn, as in BFCL.
         """
-        from checker.decoders import DecodeError, decode_step
-        from checker.verdict import is_empty_step
+        from bfcl_safe.checker.decoders import DecodeError, decode_step
+        from bfcl_safe.checker.verdict import is_empty_step
 
         play = self._require_play()
         if play.done:
@@ -415,7 +418,7 @@ class Episode:
     def _check(self, turn: int) -> dict | None:
         """The scorer's checks of ``turn`` against the ground truth, the model's state and
         results as they are now."""
-        from checker.verdict import turn_failure
+        from bfcl_safe.checker.verdict import turn_failure
 
         play = self._require_play()
         while len(play.truth_results) <= turn:
@@ -437,7 +440,7 @@ class Episode:
         result (``first_failing_turn`` is then the first turn that failed its checks, or
         the cut-short turn).
         """
-        from checker.verdict import force_terminated_error
+        from bfcl_safe.checker.verdict import force_terminated_error
 
         play = self._require_play()
         last = len(play.ground_truth) - 1

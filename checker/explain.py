@@ -9,17 +9,19 @@ the per-turn results are those it computed.
 
 from __future__ import annotations
 
+from bfcl_safe.interp.errors import BfclSafeError
+
 import json
 import re
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from checker.dataset import MULTI_TURN_CATEGORIES, Dataset
-from checker.decoders import DECODERS
-from checker.episode import missed_docs, plain, turn_messages
-from checker.model_decoders import decoder_for_model
-from checker.runner import find_result_files, read_result_lines
-from checker.verdict import (
+from bfcl_safe.checker.dataset import MULTI_TURN_CATEGORIES, Dataset
+from bfcl_safe.checker.decoders import DECODERS
+from bfcl_safe.checker.episode import missed_docs, plain, turn_messages
+from bfcl_safe.checker.model_decoders import decoder_for_model
+from bfcl_safe.checker.runner import find_result_files, read_result_lines
+from bfcl_safe.checker.verdict import (
     EMPTY_TURN, FORCE_TERMINATED, RESPONSE_MISMATCH, STATE_MISMATCH, check_turns_at, decode_turn,
     evaluate_entry,
 )
@@ -34,7 +36,7 @@ _STATE_CLASS = re.compile(r"^Model instance for (\w+) does not match the state")
 _ABSENT = object()
 
 
-class ExplainError(ValueError):
+class ExplainError(BfclSafeError, ValueError):
     """The entry cannot be explained (unknown id or model, no result file); one line."""
 
 

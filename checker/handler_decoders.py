@@ -25,15 +25,15 @@ import json
 import re
 from typing import Any, Callable, NamedTuple
 
-from checker.decoders import (
+from bfcl_safe.checker.decoders import (
     DECODERS,
     DecodeError,
     decode_prompting,
     display_prompting,
 )
-from interp import limits
-from interp.execute import Call
-from interp.fc import fc_call
+from bfcl_safe.interp import limits
+from bfcl_safe.interp.execute import Call
+from bfcl_safe.interp.fc import fc_call
 
 # ------------------------------------------------------------------ shared pieces
 
@@ -331,7 +331,7 @@ def items_llama_python_tag(step: Any) -> Items:
     if ";" in text:
         calls: Any = [_json(part) for part in text.split(";")]
     else:
-        from checker.decoders_python import literal_value
+        from bfcl_safe.checker.decoders_python import literal_value
 
         calls = literal_value(text)
         if type(calls) is dict:
@@ -369,7 +369,7 @@ def items_minicpm(step: Any) -> Items:
             calls_text = calls_text.lstrip("python").strip()
     if calls_text.endswith("```"):
         calls_text = calls_text.rstrip("`").strip()
-    from checker.decoders_python import statement_calls
+    from bfcl_safe.checker.decoders_python import statement_calls
 
     return [_render(name, arguments, ", ") for name, arguments in statement_calls(calls_text)]
 

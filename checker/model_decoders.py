@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from checker.dataset import Dataset
+from bfcl_safe.checker.dataset import Dataset
 
 #: Handler class defining ``decode_execute`` -> (decoder for FC models, decoder for prompting models).
 HANDLER_DECODERS: dict[str, tuple[str, str]] = {

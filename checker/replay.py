@@ -13,8 +13,8 @@ import json
 from functools import lru_cache
 from typing import Any, Sequence
 
-from checker.episode import backend_class
-from interp import CallSpec, parse_call
+from bfcl_safe.checker.episode import backend_class
+from bfcl_safe.interp import CallSpec, parse_call
 
 
 @lru_cache(maxsize=None)

@@ -12,18 +12,15 @@ from typing import Any, Callable, Iterator, Sequence
 
 import attrs
 
-from checker.dataset import Dataset
-from checker.forked import MAX_TASKS, cannot_fork, share_out
-from checker.model_decoders import decoder_for_model
-from checker.scores import ScoreFileWriter, dumps_line, loads_result_line, raw_value, write_leaderboard_csv
-from checker.verdict import INFERENCE_ERROR, evaluate_entry
+from bfcl_safe.checker.dataset import Dataset
+from bfcl_safe.checker.forked import MAX_TASKS, cannot_fork, share_out
+from bfcl_safe.checker.model_decoders import decoder_for_model
+from bfcl_safe.checker.scores import ScoreFileWriter, dumps_line, loads_result_line, raw_value, write_leaderboard_csv
+from bfcl_safe.checker.verdict import INFERENCE_ERROR, evaluate_entry
 
-VERSION_PREFIX = "BFCL_v4"
-MULTI_TURN_CATEGORIES = (
-    "multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context",
-)
+from bfcl_safe.checker.contract import ENTRY_ID as _ID
+from bfcl_safe.checker.contract import MULTI_TURN_CATEGORIES, VERSION_PREFIX
 _RESULT_FILE = re.compile(rf"^{VERSION_PREFIX}_(\w+?)_result\.json$")
-_ID = re.compile(r"^(multi_turn_[a-z_]+?)_(\d+)$")
 
 
 @attrs.frozen

@@ -26,6 +26,8 @@ CSV (``SCORE/data_multi_turn.csv``), as ``update_leaderboard_table_with_local_sc
 
 from __future__ import annotations
 
+from bfcl_safe.interp.errors import BfclSafeError
+
 import json
 import json.decoder
 import json.scanner
@@ -35,16 +37,15 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from interp.results import encode_with_stored
+from bfcl_safe.interp.results import encode_with_stored
 
-VERSION_PREFIX = "BFCL_v4"
-MULTI_TURN_GROUP = "multi_turn"
+from bfcl_safe.checker.contract import MULTI_TURN_CATEGORIES, MULTI_TURN_GROUP, VERSION_PREFIX
 CSV_NAME = "data_multi_turn.csv"
 
 #: The CSV header (the reference's ``COLUMNS_MULTI_TURN``).
 CSV_COLUMNS = ("Rank", "Model", "Multi Turn Overall Acc", "Base", "Miss Func", "Miss Param", "Long Context")
 #: Categories behind the four per-category columns, in column order.
-CSV_CATEGORIES = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context")
+CSV_CATEGORIES = MULTI_TURN_CATEGORIES
 NOT_AVAILABLE = "N/A"
 #: The non-official column ``evaluate --partial-credit`` appends (see :func:`turn_accuracy`).
 TURN_ACCURACY_COLUMN = "Per-Turn Acc"
@@ -56,7 +57,7 @@ _CATEGORY_PATTERN = rf".*{VERSION_PREFIX}_(\w+?)(?:_score|_result)?\.json"
 _PLAIN = (str, int, float, bool, type(None))
 
 
-class ScoreFileError(ValueError):
+class ScoreFileError(BfclSafeError, ValueError):
     """A score file cannot be read; the message names the file and the problem."""
 
 

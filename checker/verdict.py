@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping, Sequence
 
-from checker.decoders import DECODERS, DecodeError, decode_step
-from checker.episode import Episode
+from bfcl_safe.checker.decoders import DECODERS, DecodeError, decode_step
+from bfcl_safe.checker.contract import category_of, is_long_context
+from bfcl_safe.checker.episode import Episode
 
 INFERENCE_ERROR = "multi_turn:inference_error"
 FORCE_TERMINATED = "multi_turn:force_terminated"
@@ -24,14 +25,6 @@ ERROR_TYPES = frozenset({
     INFERENCE_ERROR, FORCE_TERMINATED, EMPTY_TURN, STATE_MISMATCH, RESPONSE_MISMATCH,
     IRRELEVANCE, ORDER_MISMATCH,
 })
-
-
-def category_of(entry_id: str) -> str:
-    return entry_id.rsplit("_", 1)[0]
-
-
-def is_long_context(category: str) -> bool:
-    return "long_context" in category or "composite" in category
 
 
 def unordered_missing(needed: Sequence[str], available: Sequence[str]) -> list[str]:
@@ -205,7 +198,7 @@ def check_turns_at(
 
 def _record(episode: Episode, step: Sequence[Any], calls: dict[str, list[str]]) -> None:
     """Method names called, per class (non-official order check; names resolved like execution)."""
-    from interp import CallSpec, parse_call, RejectedInput
+    from bfcl_safe.interp import CallSpec, parse_call, RejectedInput
 
     owners = {}
     for class_name, instance in episode.instances.items():

@@ -25,8 +25,8 @@ import sys
 import urllib.request
 from typing import Any
 
-from checker.dataset import Dataset
-from checker.episode import Episode
+from bfcl_safe.checker.dataset import Dataset
+from bfcl_safe.checker.episode import Episode
 
 #: BFCL doc types -> JSON Schema types.
 _TYPES = {"dict": "object", "float": "number", "tuple": "array", "list": "array", "any": "string",

@@ -16,9 +16,9 @@ import argparse
 import sys
 from typing import Any, Sequence
 
-from checker.dataset import Dataset
-from checker.episode import Episode
-from checker.replay import ground_truth_as_fc
+from bfcl_safe.checker.dataset import Dataset
+from bfcl_safe.checker.episode import Episode
+from bfcl_safe.checker.replay import ground_truth_as_fc
 
 DEFAULT_IDS = ("multi_turn_base_0", "multi_turn_miss_func_0", "multi_turn_miss_param_3", "multi_turn_long_context_1")
 

@@ -3,14 +3,17 @@
 Knows nothing about BFCL's backends; nothing here evaluates text.
 """
 
-from interp.callspec import CallSpec, Container, Failure, NameRef, SourceString
-from interp.errors import RejectedInput
-from interp.execute import DENYLIST, run_call, run_step
-from interp.fc import fc_call, reference_text
-from interp.results import ERROR_PREFIX, format_error, format_result
-from interp.table import MethodTable
-from interp.text import parse_call
-from interp.tools import tool, tool_names
+if __name__ != "bfcl_safe.interp":  # a second copy, imported from the source tree by its folder name
+    raise ImportError("import bfcl_safe.interp, not interp: the folder interp/ is installed as bfcl_safe.interp")
+
+from bfcl_safe.interp.callspec import CallSpec, Container, Failure, NameRef, SourceString
+from bfcl_safe.interp.errors import RejectedInput
+from bfcl_safe.interp.execute import DENYLIST, run_call, run_step
+from bfcl_safe.interp.fc import fc_call, reference_text
+from bfcl_safe.interp.results import ERROR_PREFIX, format_error, format_result
+from bfcl_safe.interp.table import MethodTable
+from bfcl_safe.interp.text import parse_call
+from bfcl_safe.interp.tools import tool, tool_names
 
 __all__ = [
     "CallSpec", "Container", "DENYLIST", "ERROR_PREFIX", "Failure", "MethodTable", "NameRef",

@@ -14,10 +14,10 @@ from typing import Any, Callable
 
 import libcst as cst
 
-from interp import limits
-from interp.callspec import CallSpec, Failure, NameRef, SourceString, dict_value, sequence_value
-from interp.errors import RejectedInput
-from interp.text import REWRITE_PATTERN, bracket_depth
+from bfcl_safe.interp import limits
+from bfcl_safe.interp.callspec import CallSpec, Failure, NameRef, SourceString, dict_value, sequence_value
+from bfcl_safe.interp.errors import RejectedInput
+from bfcl_safe.interp.text import REWRITE_PATTERN, bracket_depth
 
 _CONSTANTS = {"True": True, "False": False, "None": None}
 _EMPTY_MODULE = cst.Module(body=[])

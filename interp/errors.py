@@ -1,9 +1,36 @@
-"""The one error root for input the interpreter refuses."""
+"""The project's error root, and the interpreter's errors.
+
+:class:`BfclSafeError` is the root of every exception bfcl-safe raises on purpose (the
+interpreter's, the backends' and the checker's: see ``checker/errors.py`` for the
+whole family); anything else escaping is a bug. It lives here because the interpreter
+imports nothing of the other packages.
+"""
 
 from __future__ import annotations
 
 
-class RejectedInput(ValueError):
+class BfclSafeError(Exception):
+    """Root of every exception bfcl-safe raises deliberately."""
+
+
+class BudgetExceeded(BfclSafeError):
+    """A deterministic per-entry (or per-episode) budget ran out: ``budget`` names it
+    (a key of :data:`bfcl_safe.interp.limits.ENTRY_BUDGETS`), ``limit`` is its size and
+    ``spent`` what would have been spent. Never turned into a tool's error result: it
+    propagates to the entry's fault boundary, which fails the entry with the
+    non-official resource-limit error type."""
+
+    def __init__(self, budget: str, limit: int, spent: int):
+        self.budget = budget
+        self.limit = limit
+        self.spent = spent
+        super().__init__(f"resource budget {budget!r} exceeded: {spent:,} > {limit:,}")
+
+    def __reduce__(self):
+        return (type(self), (self.budget, self.limit, self.spent))
+
+
+class RejectedInput(BfclSafeError, ValueError):
     """Call text or an FC call that the interpreter will not run.
 
     ``reason`` says what was refused, ``source`` is the input, ``position`` is the

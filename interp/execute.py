@@ -12,12 +12,12 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Sequence
 
-from interp import limits
-from interp.callspec import CallSpec, Container, Failure, NameRef, SourceString
-from interp.errors import RejectedInput
-from interp.results import format_error, format_result
-from interp.table import MethodTable
-from interp.text import parse_call, python_syntax_error
+from bfcl_safe.interp import limits
+from bfcl_safe.interp.callspec import CallSpec, Container, Failure, NameRef, SourceString
+from bfcl_safe.interp.errors import RejectedInput
+from bfcl_safe.interp.results import format_error, format_result
+from bfcl_safe.interp.table import MethodTable
+from bfcl_safe.interp.text import parse_call, python_syntax_error
 
 #: Names the reference refuses to call (checked on the outermost call only).
 DENYLIST = frozenset({"kill", "exit", "quit", "remove", "unlink", "popen", "Popen", "run"})

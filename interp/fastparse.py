@@ -20,8 +20,8 @@ import keyword
 import re
 from typing import Any
 
-from interp import limits
-from interp.errors import RejectedInput
+from bfcl_safe.interp import limits
+from bfcl_safe.interp.errors import RejectedInput
 
 _TOKEN = re.compile(
     r"""

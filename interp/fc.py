@@ -22,10 +22,10 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from interp import limits
-from interp.callspec import CallSpec, NameRef, SourceString, dict_value, make_spec, sequence_value
-from interp.errors import RejectedInput
-from interp.text import REWRITE_PATTERN
+from bfcl_safe.interp import limits
+from bfcl_safe.interp.callspec import CallSpec, NameRef, SourceString, dict_value, make_spec, sequence_value
+from bfcl_safe.interp.errors import RejectedInput
+from bfcl_safe.interp.text import REWRITE_PATTERN
 
 
 def _is_plain_identifier(name: str) -> bool:

@@ -27,3 +27,11 @@ MAX_PRECISION_DIGITS = 20_000
 #: (``cp`` shares children, so repeated copies double the tree that is compared and
 #: printed; the reference would take hours and gigabytes past this).
 MAX_TREE_ENTRIES = 100_000
+
+# --------------------------------------------------------------------------- budgets
+#: Deterministic budgets per scored entry (both sides together) or per played episode,
+#: counted by :class:`bfcl_safe.interp.budget.Budget`, never timed. Exceeding one fails
+#: the entry with the non-official resource-limit error type (it is not a tool error).
+#: Each sits far above anything real output needs; add a key here (with a comment and
+#: a line in SECURITY.md) for every new kind of counted work.
+ENTRY_BUDGETS: dict[str, int] = {}

@@ -8,9 +8,9 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import Any, Callable, Mapping, Sequence
 
-from interp.fastparse import decode_simple_literal
-from interp.text import REWRITE_PATTERN
-from interp.tools import tool_names
+from bfcl_safe.interp.fastparse import decode_simple_literal
+from bfcl_safe.interp.text import REWRITE_PATTERN
+from bfcl_safe.interp.tools import tool_names
 
 
 

@@ -19,10 +19,10 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from interp import limits
-from interp.callspec import CallSpec, NameRef, SourceString, dict_value, sequence_value
-from interp.errors import RejectedInput
-from interp.fastparse import parse_tree
+from bfcl_safe.interp import limits
+from bfcl_safe.interp.callspec import CallSpec, NameRef, SourceString, dict_value, sequence_value
+from bfcl_safe.interp.errors import RejectedInput
+from bfcl_safe.interp.fastparse import parse_tree
 
 #: An identifier followed by ``(``: what the reference's instance-name rewrite touches.
 REWRITE_PATTERN = re.compile(r"\b([a-zA-Z_]\w*)\s*(?=\()")
@@ -129,7 +129,7 @@ def _parse(text: str) -> CallSpec:
     if python_syntax_error(text) is not None:
         # Not Python at all (CPython's parser says so, cheaply): no need for libcst.
         raise RejectedInput("invalid syntax", text, None)
-    from interp.cst_front import parse_with_libcst
+    from bfcl_safe.interp.cst_front import parse_with_libcst
 
     return parse_with_libcst(text)
 

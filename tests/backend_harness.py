@@ -14,7 +14,7 @@ import json
 from functools import lru_cache
 from typing import Any, Iterable
 
-from interp.results import format_error, format_result
+from bfcl_safe.interp.results import format_error, format_result
 from tests.callparse import parse_trusted_call
 from tests.refenv import BACKEND_MODULES, reference_backend_class, reference_package_dir
 
@@ -44,13 +44,13 @@ def dataset() -> list[tuple[dict, list[list[str]]]]:
 
 @lru_cache(maxsize=None)
 def long_context_data():
-    from backends.long_context import load_long_context
+    from bfcl_safe.backends.long_context import load_long_context
 
     return load_long_context(reference_package_dir())
 
 
 def our_backend_class(class_name: str) -> type:
-    module = importlib.import_module(f"backends.{BACKEND_MODULES[class_name]}")
+    module = importlib.import_module(f"bfcl_safe.backends.{BACKEND_MODULES[class_name]}")
     return getattr(module, class_name)
 
 
@@ -137,7 +137,7 @@ def replay_ground_truth(classes: Iterable[str], long_context_only: bool = False)
 def assert_same_signatures(class_name: str) -> None:
     """Every tool is defined in our class itself, with the reference's parameters: names,
     order, kinds and defaults."""
-    from interp.tools import tool_names
+    from bfcl_safe.interp.tools import tool_names
 
     ours_cls, ref_cls = our_backend_class(class_name), type(make_reference(class_name, {}))
 
@@ -154,7 +154,7 @@ def assert_same_signatures(class_name: str) -> None:
 def assert_same_tool_set(class_name: str) -> None:
     """Our tools are exactly the reference's public methods (so that name resolution
     matches), and include every function in the wheel's tool docs."""
-    from interp.tools import tool_names
+    from bfcl_safe.interp.tools import tool_names
     from tests.refenv import reference_package_dir
 
     ours = set(tool_names(our_backend_class(class_name)))

@@ -7,7 +7,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from checker.dataset import Dataset
+from bfcl_safe.checker.dataset import Dataset
 from tests.refenv import REAL_RESULTS, import_reference, wheel
 
 CATEGORIES = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context")

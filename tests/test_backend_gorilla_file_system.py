@@ -9,7 +9,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from backends.gorilla_file_system import Directory, File, GorillaFileSystem
+from bfcl_safe.backends.gorilla_file_system import Directory, File, GorillaFileSystem
 from tests.backend_harness import (
     assert_same_signatures,
     assert_same_state,
@@ -345,7 +345,7 @@ def test_doubling_copies_are_refused_before_the_tree_explodes():
     hold 2**40 entries once expanded (compared and printed), where the reference hangs."""
     import time
 
-    from interp import MethodTable, run_call
+    from bfcl_safe.interp import MethodTable, run_call
 
     fs = make_ours("GorillaFileSystem", {"root": {"w": {"type": "directory", "contents": {
         "d": {"type": "directory", "contents": {"f.txt": {"type": "file", "content": "x"}}}}}}})

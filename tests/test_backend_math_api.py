@@ -19,7 +19,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from backends.math_api import MathAPI
+from bfcl_safe.backends.math_api import MathAPI
 from tests.backend_harness import call_args as shared_call_args
 from tests.backend_harness import (
     assert_same_signatures,
@@ -60,7 +60,7 @@ def _refused_by_design(ours, name, args, kwargs) -> bool:
     """Precision above the limit on a value really computed: ours refuses where the
     reference would run for minutes (or fail at once on memory, depending on the machine),
     so the reference is not called; the refusal must name the limit."""
-    from interp import limits
+    from bfcl_safe.interp import limits
 
     if name not in _PRECISION_POSITION:
         return False
@@ -336,9 +336,9 @@ def test_long_context_needs_data():
     ids=["power", "logarithm-precision", "square-root-precision", "round-negative-places"],
 )
 def test_computations_the_reference_never_finishes_are_refused(call):
-    from interp import MethodTable, run_call
+    from bfcl_safe.interp import MethodTable, run_call
 
-    from backends.math_api import MathAPI
+    from bfcl_safe.backends.math_api import MathAPI
 
     result = run_call(call, MethodTable([MathAPI.from_config({})]))
     assert re.search(r"is refused", result), result

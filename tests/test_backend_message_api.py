@@ -11,7 +11,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from backends.message_api import MessageAPI
+from bfcl_safe.backends.message_api import MessageAPI
 from tests.backend_harness import (
     assert_same_signatures,
     assert_same_state,

@@ -10,7 +10,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from backends.posting_api import TwitterAPI
+from bfcl_safe.backends.posting_api import TwitterAPI
 from tests.backend_harness import (
     assert_same_signatures,
     assert_same_state,

@@ -14,7 +14,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
 
-from backends.trading_bot import TradingBot
+from bfcl_safe.backends.trading_bot import TradingBot
 from tests.backend_harness import (
     assert_same_signatures,
     assert_same_state,

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from backends.long_context import load_long_context
-from backends.travel_booking import AIRPORTS, BASE_FARES, CITY_AIRPORTS, TravelAPI
+from bfcl_safe.backends.long_context import load_long_context
+from bfcl_safe.backends.travel_booking import AIRPORTS, BASE_FARES, CITY_AIRPORTS, TravelAPI
 from tests.backend_harness import (
     assert_same_signatures,
     assert_same_state,

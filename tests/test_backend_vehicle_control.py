@@ -10,7 +10,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from backends.vehicle_control import DISTANCES_KM, ZIPCODES, VehicleControlAPI
+from bfcl_safe.backends.vehicle_control import DISTANCES_KM, ZIPCODES, VehicleControlAPI
 from tests.backend_harness import (
     assert_same_signatures,
     assert_same_state,

@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 import pytest
 
-from interp import ERROR_PREFIX, MethodTable, RejectedInput, fc_call, limits, parse_call, run_call, run_step, tool
+from bfcl_safe.interp import ERROR_PREFIX, MethodTable, RejectedInput, fc_call, limits, parse_call, run_call, run_step, tool
 
 ROOT = Path(__file__).resolve().parent.parent
 WALL_CLOCK_LIMIT = 10.0  # seconds; generous on purpose — a hang or a blow-up takes far longer

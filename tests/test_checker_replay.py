@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from checker.replay import ground_truth_as_fc, ground_truth_as_prompting
-from checker.verdict import evaluate_entry
+from bfcl_safe.checker.replay import ground_truth_as_fc, ground_truth_as_prompting
+from bfcl_safe.checker.verdict import evaluate_entry
 from tests.checker_support import CATEGORIES, dataset
 
 MODEL = "replay-model_v1.0"

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from checker import dataset as ds
-from checker.dataset import (
+from bfcl_safe.checker import dataset as ds
+from bfcl_safe.checker.dataset import (
     FUNC_DOC_FILES,
     MULTI_TURN_CATEGORIES,
     WHEEL_NAME,

@@ -6,9 +6,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from interp.execute import DENYLIST, _denylist_head
-from interp.table import MethodTable
-from interp.tools import tool
+from bfcl_safe.interp.execute import DENYLIST, _denylist_head
+from bfcl_safe.interp.table import MethodTable
+from bfcl_safe.interp.tools import tool
 
 
 class Tools:

@@ -11,9 +11,9 @@ import threading
 
 import pytest
 
-from checker.episode import ADDITIONAL_FUNCTION_PROMPT, MAXIMUM_STEP_LIMIT, Episode, EpisodeError, plain
-from checker.replay import ground_truth_as_fc, ground_truth_as_prompting
-from checker.verdict import EMPTY_TURN, FORCE_TERMINATED, evaluate_entry
+from bfcl_safe.checker.episode import ADDITIONAL_FUNCTION_PROMPT, MAXIMUM_STEP_LIMIT, Episode, EpisodeError, plain
+from bfcl_safe.checker.replay import ground_truth_as_fc, ground_truth_as_prompting
+from bfcl_safe.checker.verdict import EMPTY_TURN, FORCE_TERMINATED, evaluate_entry
 from tests.checker_support import CATEGORIES, dataset
 from tests.refenv import import_reference
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from checker.cli import main
-from checker.explain import state_diff
+from bfcl_safe.checker.cli import main
+from bfcl_safe.checker.explain import state_diff
 from tests.refenv import REAL_RESULTS, wheel
 
 RUN = REAL_RESULTS / "gpt-oss-120b-vllm-0.10.2"

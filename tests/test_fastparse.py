@@ -7,12 +7,12 @@ import json
 import pytest
 from hypothesis import given, strategies as st
 
-from checker.decode_cst import prompting_calls as libcst_prompting_calls
-from checker.decoders import DecodeError, _fast_calls, _OutsideFastSubset
-from interp.cst_front import parse_with_libcst
-from interp.errors import RejectedInput
-from interp.fastparse import _flat_tree, _token_tree, parse_tree
-from interp.text import _from_tree
+from bfcl_safe.checker.decode_cst import prompting_calls as libcst_prompting_calls
+from bfcl_safe.checker.decoders import DecodeError, _fast_calls, _OutsideFastSubset
+from bfcl_safe.interp.cst_front import parse_with_libcst
+from bfcl_safe.interp.errors import RejectedInput
+from bfcl_safe.interp.fastparse import _flat_tree, _token_tree, parse_tree
+from bfcl_safe.interp.text import _from_tree
 from tests.refenv import reference_package_dir
 
 

@@ -15,10 +15,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from checker import forked
-from checker.forked import MAX_TASKS, share_out
-from checker import runner
-from checker.runner import Outcome, _decode_scored, _encode_scored
+from bfcl_safe.checker import forked
+from bfcl_safe.checker.forked import MAX_TASKS, share_out
+from bfcl_safe.checker import runner
+from bfcl_safe.checker.runner import Outcome, _decode_scored, _encode_scored
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 

@@ -19,8 +19,8 @@ from typing import Any
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from checker.decoders import DECODERS, DecodeError, decode_step
-from interp import CallSpec, MethodTable, RejectedInput, fc_call, parse_call, run_call, tool
+from bfcl_safe.checker.decoders import DECODERS, DecodeError, decode_step
+from bfcl_safe.interp import CallSpec, MethodTable, RejectedInput, fc_call, parse_call, run_call, tool
 
 #: Per-example deadline: parsing one short text must never take this long.
 DEADLINE = settings(deadline=2000, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -28,13 +28,13 @@ from unittest import mock
 import pytest
 from hypothesis import given, strategies as st
 
-import checker.decoders
-from checker.decoders import DECODERS, DecodeError, decode_step
-from checker.handler_decoders import HANDLER_DECODERS as OUR_HANDLER_DECODERS
-from checker.model_decoders import HANDLER_DECODERS, INHERITED_FROM, decoder_for_handler, decoder_for_model
-from interp.callspec import CallSpec
-from interp.errors import RejectedInput
-from interp.text import parse_call
+from bfcl_safe.checker import decoders as checker_decoders
+from bfcl_safe.checker.decoders import DECODERS, DecodeError, decode_step
+from bfcl_safe.checker.handler_decoders import HANDLER_DECODERS as OUR_HANDLER_DECODERS
+from bfcl_safe.checker.model_decoders import HANDLER_DECODERS, INHERITED_FROM, decoder_for_handler, decoder_for_model
+from bfcl_safe.interp.callspec import CallSpec
+from bfcl_safe.interp.errors import RejectedInput
+from bfcl_safe.interp.text import parse_call
 from tests.checker_support import dataset
 from tests.refenv import reference_dir, reference_package_dir
 
@@ -220,7 +220,7 @@ def fast_path_gap(decoder: str, step: Any) -> bool:
     issue's files; pinned by ``test_prompting_fast_path_dict_without_comma``."""
     if decoder not in PROMPTING_FAMILY:
         return False
-    with mock.patch.object(checker.decoders, "parse_tree", lambda text: None):
+    with mock.patch.object(checker_decoders, "parse_tree", lambda text: None):
         return our_decode(decoder, step)[1] == FAILED
 
 

@@ -31,8 +31,8 @@ from typing import Any
 
 import pytest
 
-from checker.replay import ground_truth_as_fc, ground_truth_as_prompting
-from checker.verdict import EMPTY_TURN, FORCE_TERMINATED
+from bfcl_safe.checker.replay import ground_truth_as_fc, ground_truth_as_prompting
+from bfcl_safe.checker.verdict import EMPTY_TURN, FORCE_TERMINATED
 from tests.checker_support import dataset
 from tests.refenv import wheel
 
@@ -224,9 +224,9 @@ def _limit_resources() -> None:
 
 
 def _evaluate(result_dir: Path, score_dir: Path, canary: Path, jobs: int) -> dict:
-    """Run ``python -m checker evaluate`` under the limits, with the canary as cwd."""
+    """Run ``python -m bfcl_safe.checker evaluate`` under the limits, with the canary as cwd."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-    command = [sys.executable, "-m", "checker", "evaluate", "--result-dir", str(result_dir),
+    command = [sys.executable, "-m", "bfcl_safe.checker", "evaluate", "--result-dir", str(result_dir),
                "--score-dir", str(score_dir), "--data", str(wheel()), "--partial", "--jobs", str(jobs)]
     started = time.monotonic()
     try:
@@ -329,8 +329,8 @@ def test_the_too_deep_line_is_reported(runs: dict, jobs: int) -> None:
 
 
 def test_security_md_lists_every_limit_with_its_value() -> None:
-    from checker import decode_cst
-    from interp import limits
+    from bfcl_safe.checker import decode_cst
+    from bfcl_safe.interp import limits
 
     text = (ROOT / "SECURITY.md").read_text(encoding="utf-8")
     rows = {line.split("|")[1].strip(): line for line in text.splitlines() if line.startswith("| ")}

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from interp import (
+from bfcl_safe.interp import (
     CallSpec, Container, Failure, MethodTable, NameRef, RejectedInput, SourceString, parse_call, run_call,
 )
 from tests.callparse import parse_trusted_call

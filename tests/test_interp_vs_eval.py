@@ -32,7 +32,7 @@ import pytest
 from hypothesis import example, given, note as hypothesis_note, strategies as st
 from hypothesis.errors import InvalidArgument
 
-from interp import MethodTable, fc_call, run_call, run_step, tool
+from bfcl_safe.interp import MethodTable, fc_call, run_call, run_step, tool
 from tests.refenv import import_reference
 
 MTU = import_reference("eval_checker.multi_turn_eval.multi_turn_utils")

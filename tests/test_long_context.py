@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from backends import long_context as lc
+from bfcl_safe.backends import long_context as lc
 from tests.refenv import reference_package_dir
 
 

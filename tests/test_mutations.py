@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from checker.replay import ground_truth_calls
-from checker.verdict import evaluate_entry
+from bfcl_safe.checker.replay import ground_truth_calls
+from bfcl_safe.checker.verdict import evaluate_entry
 from tests.checker_support import CATEGORIES, dataset, reference_verdict
 
 MODEL = "mutant-model"

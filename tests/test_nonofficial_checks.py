@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from checker.replay import ground_truth_as_fc
-from checker.verdict import IRRELEVANCE, ORDER_MISMATCH, evaluate_entry
+from bfcl_safe.checker.replay import ground_truth_as_fc
+from bfcl_safe.checker.verdict import IRRELEVANCE, ORDER_MISMATCH, evaluate_entry
 from tests.checker_support import dataset
 from tests.refenv import import_reference
 

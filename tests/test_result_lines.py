@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from checker.scores import RawJSON, dumps_line, loads_result_line, raw_value
+from bfcl_safe.checker.scores import RawJSON, dumps_line, loads_result_line, raw_value
 from tests.refenv import REAL_RESULTS
 
 _json = st.recursive(

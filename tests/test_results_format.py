@@ -8,7 +8,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from interp.results import FrozenJSON, format_result, frozen_json
+from bfcl_safe.interp.results import FrozenJSON, format_result, frozen_json
 
 _leaf = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=5),
                   st.sampled_from([object, {1, 2}, b"x", 1j]))

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from checker.replay import ground_truth_as_fc
-from checker.runner import Options, _score_lines
+from bfcl_safe.checker.replay import ground_truth_as_fc
+from bfcl_safe.checker.runner import Options, _score_lines
 from tests.checker_support import dataset
 from tests.refenv import wheel
 
@@ -102,7 +102,7 @@ def _write_tree(root: Path) -> Path:
 
 def _evaluate(result_dir: Path, score_dir: Path, jobs: int, *extra: str) -> dict:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-    done = subprocess.run([sys.executable, "-m", "checker", "evaluate", "--result-dir", str(result_dir),
+    done = subprocess.run([sys.executable, "-m", "bfcl_safe.checker", "evaluate", "--result-dir", str(result_dir),
                            "--score-dir", str(score_dir), "--data", str(wheel()), "--jobs", str(jobs), *extra],
                           capture_output=True, env=env, timeout=300)
     files = {path.relative_to(score_dir).as_posix(): path.read_bytes()
@@ -158,7 +158,7 @@ def test_a_worker_rejects_a_line_that_is_not_what_its_start_says() -> None:
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 @pytest.mark.parametrize("when", ["scoring", "after-reporting-progress"])
 def test_entries_of_a_process_that_dies_are_scored_by_the_main_process(tmp_path: Path, monkeypatch, when) -> None:
-    from checker import runner
+    from bfcl_safe.checker import runner
 
     result_dir = _write_tree(tmp_path)
     parent = os.getpid()
@@ -207,7 +207,7 @@ def test_where_forking_is_unsafe_jobs_fall_back_to_one_process_with_a_notice(tmp
                                                                              threads: bool) -> None:
     import threading
 
-    from checker import forked, runner
+    from bfcl_safe.checker import forked, runner
 
     result_dir = tmp_path / "result"
     folder = result_dir / "clean-model" / "multi_turn"
@@ -237,7 +237,7 @@ def test_where_forking_is_unsafe_jobs_fall_back_to_one_process_with_a_notice(tmp
 def test_files_read_and_scored_a_group_at_a_time_give_the_same_files(tmp_path: Path, monkeypatch) -> None:
     """With --jobs, memory is bounded by reading, scoring and writing a group of files at
     a time; groups of one file each write what one group of all files writes."""
-    from checker import runner
+    from bfcl_safe.checker import runner
 
     result_dir = _write_tree(tmp_path)
 
@@ -265,7 +265,7 @@ def test_messages_files_and_errors_come_as_in_a_serial_run(tmp_path: Path, monke
     """An entry the scorer itself cannot score (its message comes with its file's), and a
     file whose model lookup raises (the files before it are written, then it raises),
     with all files in one group and with a group per file."""
-    from checker import runner
+    from bfcl_safe.checker import runner
 
     monkeypatch.setattr(runner, "GROUP_CHARS", group_chars)
     result_dir = _write_tree(tmp_path)

@@ -20,8 +20,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from checker.dataset import Dataset
-from checker.scores import (
+from bfcl_safe.checker.dataset import Dataset
+from bfcl_safe.checker.scores import (
     CSV_COLUMNS,
     ScoreFileError,
     ScoreFileWriter,

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from backends.seeded import LazyRandom
+from bfcl_safe.backends.seeded import LazyRandom
 
 
 @given(st.one_of(st.integers(), st.text(max_size=5), st.floats(allow_nan=False), st.booleans()))  # (None: from entropy)

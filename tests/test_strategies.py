@@ -10,10 +10,10 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from backends.strategies import ARGUMENTS, as_fc_step, as_prompting_step, call_sequences, run_calls, tool_calls
-from checker.decoders import decode_step
-from checker.episode import Episode, backend_class
-from interp import ERROR_PREFIX, CallSpec, MethodTable, run_step, tool_names
+from bfcl_safe.backends.strategies import ARGUMENTS, as_fc_step, as_prompting_step, call_sequences, run_calls, tool_calls
+from bfcl_safe.checker.decoders import decode_step
+from bfcl_safe.checker.episode import Episode, backend_class
+from bfcl_safe.interp import ERROR_PREFIX, CallSpec, MethodTable, run_step, tool_names
 from tests.checker_support import dataset
 
 CLASS_NAMES = sorted(cls.__name__ for cls in ARGUMENTS)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from checker.runner import Options, score_tree
+from bfcl_safe.checker.runner import Options, score_tree
 from tests.checker_support import dataset
 from tests.refenv import REAL_RESULTS, wheel
 

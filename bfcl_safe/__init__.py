@@ -1,0 +1,36 @@
+"""bfcl-safe: the multi-turn part of BFCL (scoring, episodes) without executing model text.
+
+The short public API; everything else lives in the three subpackages:
+
+- :mod:`bfcl_safe.interp` — the safe call engine (parse, whitelisted dispatch);
+- :mod:`bfcl_safe.backends` — the eight simulated APIs;
+- :mod:`bfcl_safe.checker` — result files, decoders, verdicts, score files, the CLI.
+
+Names are imported on first use, so ``import bfcl_safe`` stays cheap for the command.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["Dataset", "Episode", "RejectedInput", "score_tree", "Options"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Dataset":
+        from bfcl_safe.checker.dataset import Dataset
+
+        return Dataset
+    if name == "Episode":
+        from bfcl_safe.checker.episode import Episode
+
+        return Episode
+    if name == "RejectedInput":
+        from bfcl_safe.interp.errors import RejectedInput
+
+        return RejectedInput
+    if name in ("score_tree", "Options"):
+        from bfcl_safe.checker import runner
+
+        return getattr(runner, name)
+    raise AttributeError(f"module 'bfcl_safe' has no attribute {name!r}")

@@ -1,0 +1,71 @@
+"""Deterministic resource budgets: counted work per scored entry or played episode.
+
+A :class:`Budget` holds counters against :data:`~bfcl_safe.interp.limits.ENTRY_BUDGETS`.
+Whoever runs model input for one entry activates one (``with budget.active(): ...``);
+code anywhere below — the interpreter's arithmetic, the backends' state growth — calls
+:func:`charge` with the amount of work it is about to do, *before* doing it. Over a
+limit, :class:`~bfcl_safe.interp.errors.BudgetExceeded` propagates to the entry's fault
+boundary. Counts, not clocks: a verdict never depends on the machine.
+
+With no active budget (a backend used on its own, e.g. in unit tests) nothing is
+counted; every entry point that runs model input activates one.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Iterator, Mapping
+
+from bfcl_safe.interp.errors import BudgetExceeded
+from bfcl_safe.interp.limits import ENTRY_BUDGETS
+
+_CURRENT: ContextVar["Budget | None"] = ContextVar("bfcl_safe_budget", default=None)
+
+
+class Budget:
+    """Counters of one entry's (or episode's) work; ``limits`` defaults to ENTRY_BUDGETS."""
+
+    __slots__ = ("limits", "spent")
+
+    def __init__(self, limits: Mapping[str, int] | None = None):
+        self.limits: dict[str, int] = dict(ENTRY_BUDGETS if limits is None else limits)
+        self.spent: dict[str, int] = {}
+
+    def charge(self, kind: str, amount: int = 1) -> None:
+        """Count ``amount`` of ``kind``; raise BudgetExceeded (counting nothing) past its limit."""
+        spent = self.spent.get(kind, 0) + amount
+        limit = self.limits[kind]
+        if spent > limit:
+            raise BudgetExceeded(kind, limit, spent)
+        self.spent[kind] = spent
+
+    @contextmanager
+    def active(self) -> Iterator["Budget"]:
+        """Make this the budget :func:`charge` counts against, in this thread/context."""
+        token = _CURRENT.set(self)
+        try:
+            yield self
+        finally:
+            _CURRENT.reset(token)
+
+    def __getstate__(self):
+        return (self.limits, self.spent)
+
+    def __setstate__(self, state):
+        self.limits, self.spent = state
+
+    def __repr__(self) -> str:
+        return f"Budget(spent={self.spent!r})"
+
+
+def current() -> Budget | None:
+    """The active budget, if any."""
+    return _CURRENT.get()
+
+
+def charge(kind: str, amount: int = 1) -> None:
+    """Count work against the active budget (no-op when none is active)."""
+    budget = _CURRENT.get()
+    if budget is not None:
+        budget.charge(kind, amount)
