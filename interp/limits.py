@@ -28,6 +28,28 @@ MAX_PRECISION_DIGITS = 20_000
 #: printed; the reference would take hours and gigabytes past this).
 MAX_TREE_ENTRIES = 100_000
 
+# --------------------------------------------------------------------------- result trees
+# (checker/results_io.py, checker/parallel.py, checker/scores.py: files, not entries)
+#: Largest result file read, in bytes (real files: about 2.3 MB per 200 entries).
+MAX_RESULT_FILE_BYTES = 512 << 20
+#: Longest result line kept, in characters (real lines: at most 25 KB); a longer line
+#: is skipped with a message without being held in memory.
+MAX_RESULT_LINE_CHARS = 32 << 20
+#: Deepest JSON nesting of a result line, counted before parsing (real lines: 9). The
+#: same rule on every Python: ``json`` itself fails at a depth that differs by version.
+MAX_RESULT_LINE_DEPTH = 200
+#: Deepest folder level and most folder entries one walk of a result or score tree
+#: visits (iterative; symlinked folders are never followed).
+MAX_WALK_DEPTH = 32
+MAX_WALK_ENTRIES = 200_000
+#: Largest score file read back for the CSV (only its first line is used), in bytes
+#: of that first line.
+MAX_SCORE_SUMMARY_CHARS = 1 << 16
+#: Last-resort wall-clock guard of ``--jobs N``: a forked process that spends this many
+#: seconds on one entry is killed and that entry fails with the resource-limit type.
+#: Budgets (counted, below) are what bound an entry; this only catches what they miss.
+JOBS_ENTRY_GUARD_SECONDS = 600
+
 # --------------------------------------------------------------------------- budgets
 #: Deterministic budgets per scored entry (both sides together) or per played episode,
 #: counted by :class:`bfcl_safe.interp.budget.Budget`, never timed. Exceeding one fails
