@@ -1,0 +1,641 @@
+"""Pure builtins and operators on plain values, with CPython's semantics, sizes checked first.
+
+The reference ``eval``s model text, so a model may write ``len('abc')``, ``round(2.5)``,
+``'%d files' % 3`` or ``{...} | {...}`` and get what CPython computes. This module
+computes exactly that, for a small explicit table of *pure* builtins and for the
+operators, on *plain values* only — never anything that touches files, imports,
+attributes or the interpreter — and checks the size of every result before
+computing it.
+
+Public API (used by the interpreter's executor and by the eval-emulating decoders):
+
+- :data:`PURE_BUILTINS` — ``{name: function}``, the table (documented in SECURITY.md,
+  "Pure builtins"; a test keeps the two in sync).
+- :func:`call_builtin(name, args, kwargs) <call_builtin>` — the value of
+  ``name(*args, **kwargs)``. ``name`` may be written in any Unicode compatibility form
+  (it is NFKC-normalised as CPython's parser does). For a refused builtin (``exec``,
+  ``open``, ``getattr``, ...) it raises the ``TypeError`` CPython raises *before running
+  anything* when the arguments cannot even be parsed (``exec()`` ->
+  ``exec() takes at least 1 positional argument (0 given)``).
+- :func:`binary_op(op, left, right) <binary_op>` and :func:`unary_op(op, operand) <unary_op>`
+  — ``op`` is the operator's source text (``"+"``, ``"%"``, ``"**"``, ``"|"``, ``"not"``, ...).
+- :func:`check_plain`, :func:`check_depth`, :func:`value_size` — the checks themselves.
+
+Errors, in the order a caller must catch them:
+
+1. :class:`~bfcl_safe.interp.errors.BudgetExceeded` — the result would be larger than
+   :data:`~bfcl_safe.interp.limits.ENTRY_BUDGETS` ``["computed_size"]`` (one value), or
+   the entry's computed values together would be (charged against the active budget).
+   The reference would exhaust memory or time; never turn it into a result string.
+2. :class:`NotComputable` (a :class:`~bfcl_safe.interp.errors.RejectedInput`) — the name
+   is no pure builtin, an operand is not a plain value, or a refused builtin would get
+   as far as running: keep refusing the way the caller did before.
+3. Any other exception is exactly the one CPython raises for this call (type and
+   message), e.g. ``TypeError("object of type 'int' has no len()")``: the caller reports
+   it as the reference's ``eval`` would.
+
+Plain values: ``None``, ``bool``, ``int``, ``float``, ``complex``, ``str``, ``bytes``, and
+``list``, ``tuple``, ``dict``, ``set``, ``frozenset`` of plain values (exact types, no
+subclasses), nested at most :data:`~bfcl_safe.interp.limits.MAX_NESTING_DEPTH` deep.
+
+Sizes: :func:`value_size` is what ``str()`` of a value costs, roughly — characters of a
+string, digits of an int, one per element of a container plus its items' sizes (a
+shared item counted at every appearance, as rendering would). Every result is measured
+(or, for ``*``, ``**``, ``<<``, ``%`` and ``format``, predicted) before it is computed.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import re
+import unicodedata
+from typing import Any, Callable, Iterable, Mapping
+
+from bfcl_safe.interp import budget, limits
+from bfcl_safe.interp.errors import BudgetExceeded, RejectedInput
+
+__all__ = [
+    "NotComputable", "PURE_BUILTINS", "REFUSED_BUILTINS", "binary_op", "call_builtin", "check_depth",
+    "check_plain", "is_builtin_name", "unary_op", "value_size",
+]
+
+#: The budget kind charged here (see interp/limits.py).
+COMPUTED_SIZE = "computed_size"
+COMPUTED_INT_DIGITS = "computed_int_digits"
+
+
+class NotComputable(RejectedInput):
+    """This builtin or operation is not computed here (not in the table, an operand that
+    is not a plain value, or a refused builtin that would run): ``name`` says which."""
+
+    def __init__(self, reason: str, name: str = ""):
+        self.name = name
+        super().__init__(reason)
+
+    def __reduce__(self):
+        return (type(self), (self.reason, self.name))
+
+
+# --------------------------------------------------------------------------- plain values
+
+_SCALARS = frozenset({type(None), bool, int, float, complex, str, bytes})
+_CONTAINERS = frozenset({list, tuple, dict, set, frozenset})
+#: Digits per bit of an int (log10 2), for sizes of ints without converting them.
+_DIGITS_PER_BIT = math.log10(2)
+
+
+def _int_digits(value: int) -> int:
+    return int(abs(value).bit_length() * _DIGITS_PER_BIT) + 1
+
+
+def check_depth(value: Any, limit: int = limits.MAX_NESTING_DEPTH) -> None:
+    """Refuse (:class:`~bfcl_safe.interp.errors.RejectedInput`) a value of lists, tuples,
+    dicts and sets nested deeper than ``limit``; iterative, so it never recurses itself.
+    Call it on model-given arguments before anything copies or renders them."""
+    stack = [(value, 0)]
+    seen: set[int] = set()
+    while stack:
+        item, depth = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            children: Iterable[Any] = [*item.keys(), *item.values()]
+        elif kind is list or kind is tuple or kind is set or kind is frozenset:
+            children = item
+        else:
+            continue
+        if depth >= limit:
+            raise RejectedInput(f"nesting deeper than {limit}")
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        stack.extend((child, depth + 1) for child in children)
+
+
+def check_plain(value: Any, limit: int = limits.MAX_NESTING_DEPTH) -> None:
+    """Raise :class:`NotComputable` unless ``value`` is a plain value (see the module
+    docstring) nested at most ``limit`` deep."""
+    stack = [(value, 0)]
+    seen: set[int] = set()
+    while stack:
+        item, depth = stack.pop()
+        kind = type(item)
+        if kind in _SCALARS:
+            continue
+        if kind not in _CONTAINERS:
+            raise NotComputable(f"a value of type {kind.__name__} is not computed on")
+        if depth >= limit:
+            raise NotComputable(f"nesting deeper than {limit}")
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        children = [*item.keys(), *item.values()] if kind is dict else item
+        stack.extend((child, depth + 1) for child in children)
+
+
+def value_size(value: Any) -> int:
+    """The size of a plain value (see the module docstring); linear in its distinct objects."""
+    sizes: dict[int, int] = {}
+    keep = []  # the containers measured, alive while their ids are keys of ``sizes``
+    stack: list[tuple[Any, bool]] = [(value, False)]
+    while stack:
+        item, done = stack.pop()
+        kind = type(item)
+        if kind is str or kind is bytes:
+            sizes[id(item)] = len(item)
+            continue
+        if kind is int:
+            sizes[id(item)] = _int_digits(item)
+            continue
+        if kind not in _CONTAINERS:
+            sizes[id(item)] = 1 if kind is not complex else 2
+            continue
+        if id(item) in sizes:
+            continue
+        children = [*item.keys(), *item.values()] if kind is dict else item
+        if done:
+            sizes[id(item)] = len(item) + sum(sizes[id(child)] for child in children)
+            keep.append(item)
+        else:
+            stack.append((item, True))
+            stack.extend((child, False) for child in children if id(child) not in sizes)
+    return max(1, sizes[id(value)])
+
+
+def _charge(size: int) -> None:
+    """A value of ``size`` is about to be made: refuse it past the per-entry limit even
+    with no active budget (one value alone), else count it."""
+    limit = limits.ENTRY_BUDGETS[COMPUTED_SIZE]
+    if size > limit:
+        raise BudgetExceeded(COMPUTED_SIZE, limit, size)
+    budget.charge(COMPUTED_SIZE, size)
+
+
+def _charge_int(digits: int) -> None:
+    """An int of about ``digits`` digits is about to be computed: past
+    :data:`~bfcl_safe.interp.limits.MAX_COMPUTED_DIGITS` CPython needs seconds to minutes
+    (``3 ** 10 ** 7``), so it is refused like any value past its budget."""
+    if digits > limits.MAX_COMPUTED_DIGITS:
+        raise BudgetExceeded(COMPUTED_INT_DIGITS, limits.MAX_COMPUTED_DIGITS, digits)
+    budget.charge(COMPUTED_INT_DIGITS, digits)
+    _charge(digits)
+
+
+def _plain_operands(*values: Any) -> None:
+    for value in values:
+        check_plain(value)
+
+
+# --------------------------------------------------------------------------- % formatting
+
+#: One conversion of printf-style formatting (CPython's grammar: mapping key, flags,
+#: width, precision, length modifier, type); anything else is left to CPython's errors.
+_PERCENT_SPEC = re.compile(
+    r"%(?P<key>\((?:[^()]|\([^()]*\))*\))?(?P<flags>[-+ #0]*)(?P<width>\*|\d+)?"
+    r"(?:\.(?P<precision>\*|\d+))?[hlL]?(?P<type>.?)",
+    re.DOTALL,
+)
+#: Precision kept in the dry run (CPython's own texts do not depend on it below this).
+_DRY_PRECISION = 50
+_PY_SSIZE_T_MAX = 2**63 - 1
+_INT_MAX = 2**31 - 1
+
+
+def _percent(template: str | bytes, args: Any) -> Any:
+    """``template % args`` with the result's size bounded first.
+
+    Without widths or large precisions, each conversion writes at most ten characters
+    per unit of its argument's size (``%r`` of a string escapes a character into at
+    most ten) plus 320 (``%f`` of 1e308). Otherwise a dry run of the same conversions
+    with every width dropped and every precision capped at 50 raises exactly the errors
+    the real run raises, from the same conversion (CPython's checks do not depend on
+    the sizes), and the real result is at most the dry one plus each dropped width and
+    capped precision."""
+    text = template if type(template) is str else template.decode("latin-1")
+    extra = 0
+    star = False
+    pieces = []
+    last = 0
+    conversions = 0
+    for found in _PERCENT_SPEC.finditer(text):
+        conversions += 1
+        width, precision = found.group("width"), found.group("precision")
+        star = star or width == "*" or precision == "*"
+        new_width = width or ""
+        if width and width != "*" and int(width) <= _PY_SSIZE_T_MAX // 10:  # larger: "width too big"
+            extra += int(width)
+            new_width = ""
+        new_precision = precision
+        if precision and precision != "*" and _DRY_PRECISION < int(precision) <= _INT_MAX // 10:
+            extra += int(precision) - _DRY_PRECISION  # (larger: "precision too big", kept)
+            new_precision = str(_DRY_PRECISION)
+        if precision is not None:
+            rest = found.end("precision")
+        elif width is not None:
+            rest = found.end("width")
+        else:
+            rest = found.end("flags")
+        pieces.append(text[last : found.start()])
+        pieces.append("%" + (found.group("key") or "") + found.group("flags") + new_width)
+        pieces.append("" if precision is None else "." + new_precision)
+        pieces.append(text[rest : found.end()])
+        last = found.end()
+    pieces.append(text[last:])
+    if star:
+        # Widths and precisions taken from the arguments: bound them by the ints there.
+        values = args.values() if type(args) is dict else args if type(args) is tuple else (args,)
+        extra += sum(abs(v) for v in values if type(v) is int and _int_digits(v) < 20)
+    if type(args) is dict:
+        largest = max((value_size(v) for v in args.values()), default=0)
+        natural = len(text) + conversions * (10 * largest + 320)
+    elif type(args) is tuple:
+        natural = len(text) + 10 * value_size(args) + 320 * len(args)
+    else:
+        natural = len(text) + 10 * value_size(args) + 320
+    if extra == 0:
+        _charge(natural)
+        return template % args
+    dry_text = "".join(pieces)
+    dry_template = dry_text if type(template) is str else dry_text.encode("latin-1")
+    dry = _dry_star(dry_template, args) if star else dry_template % args  # raises what the real run raises
+    _charge(min(len(dry) + extra, natural + extra))
+    return template % args
+
+
+def _dry_star(template: Any, args: Any) -> Any:
+    """Dry run of a template with ``*`` widths: int arguments capped at 50 in magnitude
+    (a ``*`` takes an int; capping keeps the errors, the lengths are bounded above)."""
+    def cap(value: Any) -> Any:
+        if type(value) is int and abs(value) > _DRY_PRECISION and _int_digits(value) < 20:
+            return _DRY_PRECISION if value > 0 else -_DRY_PRECISION
+        return value
+
+    if type(args) is tuple:
+        return template % tuple(cap(v) for v in args)
+    if type(args) is dict:
+        return template % args
+    return template % cap(args)
+
+
+# --------------------------------------------------------------------------- format()
+
+_FORMAT_SPEC = re.compile(
+    r"(?P<head>(?:.?[<>=^])?[-+ ]?z?#?0?)(?P<width>\d*)(?P<grouping>[,_]?)"
+    r"(?:\.(?P<precision>\d+))?(?P<type>[a-zA-Z%]?)",
+    re.DOTALL,
+)
+
+
+def _format(value: Any, spec: Any = "") -> Any:
+    if type(spec) is not str:
+        return format(value, spec)  # CPython's TypeError
+    found = _FORMAT_SPEC.fullmatch(spec)
+    if found is None:
+        if re.search(r"\d{7}", spec):
+            raise NotComputable("format spec not understood", "format")
+        return format(value, spec)
+    extra = 0
+    width, precision = found.group("width"), found.group("precision")
+    dry_spec = spec
+    if width and len(width) < 19:
+        extra += int(width)
+    if precision and len(precision) < 19 and int(precision) > _DRY_PRECISION:
+        extra += int(precision) - _DRY_PRECISION
+    if extra:
+        dry_spec = (found.group("head") + ("" if width and len(width) < 19 else width) + found.group("grouping")
+                    + (("." + (str(_DRY_PRECISION) if len(precision) < 19 and int(precision) > _DRY_PRECISION
+                               else precision)) if precision is not None else "")
+                    + found.group("type"))
+    dry = format(value, dry_spec)  # raises what the real call raises
+    _charge(len(dry) + extra)
+    return format(value, spec) if extra else dry
+
+
+# --------------------------------------------------------------------------- operators
+
+def _sequence_times(sequence: Any, count: Any) -> None:
+    if type(count) is int or type(count) is bool:
+        _charge(max(0, int(count)) * value_size(sequence) if count > 0 else 1)
+
+
+def _check_binary(op: str, left: Any, right: Any) -> None:
+    lt, rt = type(left), type(right)
+    if op == "*":
+        if lt in (str, bytes, list, tuple):
+            _sequence_times(left, right)
+        elif rt in (str, bytes, list, tuple):
+            _sequence_times(right, left)
+        elif lt in (int, bool) and rt in (int, bool):
+            _charge_int(_int_digits(left) + _int_digits(right))
+    elif op == "**":
+        if lt in (int, bool) and rt in (int, bool) and right > 0 and abs(left) > 1:
+            _charge_int(int(right * math.log10(abs(left))) + 1)
+    elif op == "<<":
+        if lt in (int, bool) and rt in (int, bool) and right > 0 and left != 0:
+            _charge_int(_int_digits(left) + int(right * _DIGITS_PER_BIT) + 1)
+    elif op == "+":
+        if lt is rt and lt in (str, bytes, list, tuple):
+            _charge(value_size(left) + value_size(right))
+        elif lt in (int, bool) and rt in (int, bool):
+            _charge_int(max(_int_digits(left), _int_digits(right)) + 1)
+    elif op == "|":
+        if lt in (dict, set, frozenset):
+            _charge(value_size(left) + value_size(right))
+
+
+_BINARY: dict[str, Callable[[Any, Any], Any]] = {
+    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
+    "//": operator.floordiv, "%": operator.mod, "**": operator.pow, "<<": operator.lshift,
+    ">>": operator.rshift, "&": operator.and_, "|": operator.or_, "^": operator.xor, "@": operator.matmul,
+}
+
+
+def binary_op(op: str, left: Any, right: Any) -> Any:
+    """``left <op> right`` as CPython computes it; ``op`` is the operator's text."""
+    function = _BINARY.get(op)
+    if function is None:
+        raise NotComputable(f"operator {op!r} is not computed", op)
+    _plain_operands(left, right)
+    if op == "%" and type(left) in (str, bytes):
+        return _percent(left, right)
+    _check_binary(op, left, right)
+    return function(left, right)
+
+
+_UNARY: dict[str, Callable[[Any], Any]] = {
+    "-": operator.neg, "+": operator.pos, "~": operator.invert, "not": operator.not_,
+}
+
+
+def unary_op(op: str, operand: Any) -> Any:
+    """``<op> operand`` as CPython computes it (``op``: ``-``, ``+``, ``~``, ``not``)."""
+    function = _UNARY.get(op)
+    if function is None:
+        raise NotComputable(f"unary operator {op!r} is not computed", op)
+    _plain_operands(operand)
+    return function(operand)
+
+
+# --------------------------------------------------------------------------- pure builtins
+
+#: Codecs ``str(bytes, encoding)`` may use: looked up without importing anything new.
+_SAFE_CODECS = frozenset({"utf-8", "utf8", "ascii", "latin-1", "latin1", "iso-8859-1", "utf-16", "utf-32"})
+
+
+def _sized(function: Callable[..., Any]) -> Callable[..., Any]:
+    """A builtin whose result is at most as large as its arguments (plus a constant):
+    charge that before computing."""
+    def call(*args: Any, **kwargs: Any) -> Any:
+        _charge(sum(value_size(a) for a in args) + sum(value_size(v) for v in kwargs.values()) + 1)
+        return function(*args, **kwargs)
+
+    call.__name__ = function.__name__
+    call.__wrapped__ = function
+    return call
+
+
+def _str(*args: Any, **kwargs: Any) -> Any:
+    if len(args) + len(kwargs) > 1:
+        encoding = args[1] if len(args) > 1 else kwargs.get("encoding")
+        if type(encoding) is str and encoding.lower().replace("_", "-") not in _SAFE_CODECS:
+            raise NotComputable(f"codec {encoding!r} is not looked up", "str")
+    _charge(sum(value_size(a) * 10 for a in args) + sum(value_size(v) * 10 for v in kwargs.values()) + 1)
+    return str(*args, **kwargs)
+
+
+def _repr_like(function: Callable[[Any], Any]) -> Callable[..., Any]:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        # repr of a string escapes a character into at most 10 ("\U0001f600").
+        _charge(sum(value_size(a) * 10 for a in args) + 1)
+        return function(*args, **kwargs)
+
+    call.__name__ = function.__name__
+    call.__wrapped__ = function
+    return call
+
+
+def _round(*args: Any, **kwargs: Any) -> Any:
+    number = args[0] if args else kwargs.get("number")
+    ndigits = args[1] if len(args) > 1 else kwargs.get("ndigits")
+    if type(number) in (int, bool) and type(ndigits) in (int, bool) and ndigits < 0:
+        _charge_int(-ndigits)  # CPython computes 10 ** -ndigits
+    return round(*args, **kwargs)
+
+
+def _pow(*args: Any, **kwargs: Any) -> Any:
+    base = args[0] if args else kwargs.get("base")
+    exp = args[1] if len(args) > 1 else kwargs.get("exp")
+    mod = args[2] if len(args) > 2 else kwargs.get("mod")
+    if mod is None and base is not None and exp is not None:
+        _check_binary("**", base, exp)
+    return pow(*args, **kwargs)
+
+
+def _sum(*args: Any, **kwargs: Any) -> Any:
+    items = args[0] if args else None
+    start = args[1] if len(args) > 1 else kwargs.get("start", 0)
+    if type(items) in _CONTAINERS and type(start) not in (int, bool, float, complex):
+        # Sequences added one by one: each partial sum is a new object (quadratic).
+        total = value_size(start)
+        work = 0
+        for item in items:
+            total += value_size(item)
+            work += total
+        _charge(work)
+    elif type(items) in _CONTAINERS:
+        _charge(sum(_int_digits(i) if type(i) is int else 1 for i in items) + 1)
+    return sum(*args, **kwargs)
+
+
+def _sorting(function: Callable[..., Any]) -> Callable[..., Any]:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        # (n log n comparisons of plain values, each bounded by their size)
+        _charge(sum(value_size(a) for a in args) + len(kwargs) + 1)
+        return function(*args, **kwargs)
+
+    call.__name__ = function.__name__
+    call.__wrapped__ = function
+    return call
+
+
+def _elements(function: Callable[..., Any]) -> Callable[..., Any]:
+    """list/tuple/set/frozenset/dict: a string argument becomes one element per
+    character (each a new object): counted twice."""
+    def call(*args: Any, **kwargs: Any) -> Any:
+        _charge(sum(value_size(a) * 2 for a in args) + sum(value_size(v) for v in kwargs.values()) + 1)
+        return function(*args, **kwargs)
+
+    call.__name__ = function.__name__
+    call.__wrapped__ = function
+    return call
+
+
+#: The table: every builtin computed on plain values, name -> function. Each one was
+#: decided by differential tests against ``eval`` (tests/test_builtins.py). Left out on
+#: purpose: anything touching files, imports, attributes, the interpreter or the
+#: terminal (see REFUSED_BUILTINS), values whose text holds an address (``reversed``,
+#: ``iter``, ``map``, ``zip``, ``enumerate``, ``filter``), per-process values (``hash``,
+#: ``id``), lazy values a tool could iterate without end (``range``), and builtins
+#: that need type objects as arguments (``isinstance``, ``issubclass``, ``type``).
+PURE_BUILTINS: Mapping[str, Callable[..., Any]] = {
+    "abs": _sized(abs),
+    "all": _sized(all),
+    "any": _sized(any),
+    "ascii": _repr_like(ascii),
+    "bin": _repr_like(bin),
+    "bool": _sized(bool),
+    "callable": _sized(callable),
+    "chr": _sized(chr),
+    "dict": _elements(dict),
+    "divmod": _sized(divmod),
+    "float": _sized(float),
+    "format": _format,
+    "frozenset": _elements(frozenset),
+    "hex": _repr_like(hex),
+    "int": _sized(int),
+    "len": _sized(len),
+    "list": _elements(list),
+    "max": _sorting(max),
+    "min": _sorting(min),
+    "oct": _repr_like(oct),
+    "ord": _sized(ord),
+    "pow": _pow,
+    "repr": _repr_like(repr),
+    "round": _round,
+    "set": _elements(set),
+    "sorted": _sorting(sorted),
+    "str": _str,
+    "sum": _sum,
+    "tuple": _elements(tuple),
+}
+
+
+# --------------------------------------------------------------------------- refused builtins
+
+def _expected(name: str, low: int, high: int | None) -> Callable[[int, list[str]], str | None]:
+    """Builtins parsed by ``_PyArg_CheckPositional``: ``name expected at least 1 argument,
+    got 0`` (no keywords accepted: ``name() takes no keyword arguments``)."""
+    def check(positional: int, keywords: list[str]) -> str | None:
+        if keywords:
+            return f"{name}() takes no keyword arguments"
+        if high is not None and low == high and positional != low:
+            return f"{name} expected {low} argument{'s' * (low != 1)}, got {positional}"
+        if positional < low:
+            return f"{name} expected at least {low} argument{'s' * (low != 1)}, got {positional}"
+        if high is not None and positional > high:
+            return f"{name} expected at most {high} argument{'s' * (high != 1)}, got {positional}"
+        return None
+
+    return check
+
+
+def _no_arguments(name: str) -> Callable[[int, list[str]], str | None]:
+    def check(positional: int, keywords: list[str]) -> str | None:
+        if keywords:
+            return f"{name}() takes no keyword arguments"
+        if positional:
+            return f"{name}() takes no arguments ({positional} given)"
+        return None
+
+    return check
+
+
+def _exec_check(positional: int, keywords: list[str]) -> str | None:
+    # exec(source, globals=None, locals=None, /, *, closure=None)
+    if positional < 1:
+        return "exec() takes at least 1 positional argument (0 given)"
+    if positional > 3:
+        return f"exec() takes at most 3 positional arguments ({positional} given)"
+    for key in keywords:
+        if key != "closure":
+            return f"'{key}' is an invalid keyword argument for exec()"
+    return None
+
+
+def _named(name: str, parameters: tuple[str, ...], required: int) -> Callable[[int, list[str]], str | None]:
+    """Argument Clinic with named parameters (``open``, ``compile``): a missing one is
+    ``name() missing required argument 'file' (pos 1)``."""
+    def check(positional: int, keywords: list[str]) -> str | None:
+        if positional > len(parameters):
+            return (f"{name}() takes at most {len(parameters)} argument{'s' * (len(parameters) != 1)} "
+                    f"({positional + len(keywords)} given)")
+        for key in keywords:
+            if key not in parameters:
+                return f"{name}() got an unexpected keyword argument '{key}'"
+            if parameters.index(key) < positional:
+                return (f"argument for {name}() given by name ('{key}') and position "
+                        f"({parameters.index(key) + 1})")
+        given = set(keywords) | set(parameters[:positional])
+        for index, parameter in enumerate(parameters[:required]):
+            if parameter not in given:
+                return f"{name}() missing required argument '{parameter}' (pos {index + 1})"
+        return None
+
+    return check
+
+
+_OPEN_PARAMETERS = ("file", "mode", "buffering", "encoding", "errors", "newline", "closefd", "opener")
+_COMPILE_PARAMETERS = ("source", "filename", "mode", "flags", "dont_inherit", "optimize", "_feature_version")
+
+#: Builtins never run: name -> the check of CPython's argument parsing, which fails
+#: before the builtin does anything (its TypeError text), or says nothing (the call
+#: would run: it stays refused, as an undefined name).
+REFUSED_BUILTINS: Mapping[str, Callable[[int, list[str]], str | None]] = {
+    "exec": _exec_check,
+    "eval": _expected("eval", 1, 3),
+    "compile": _named("compile", _COMPILE_PARAMETERS, 3),
+    "open": _named("open", _OPEN_PARAMETERS, 1),
+    "getattr": _expected("getattr", 2, 3),
+    "setattr": _expected("setattr", 3, 3),
+    "delattr": _expected("delattr", 2, 2),
+    "hasattr": _expected("hasattr", 2, 2),
+    "globals": _no_arguments("globals"),
+    "locals": _no_arguments("locals"),
+    "vars": _expected("vars", 0, 1),
+    "dir": _expected("dir", 0, 1),
+    "input": _expected("input", 0, 1),
+}
+
+#: Argument types the refused builtins check right after their arity, before running.
+_ATTRIBUTE_NAME_POSITION = {"getattr": 1, "setattr": 1, "delattr": 1, "hasattr": 1}
+
+
+def _refused_error(name: str, args: tuple, kwargs: Mapping[str, Any]) -> str | None:
+    check = REFUSED_BUILTINS[name]
+    message = check(len(args), list(kwargs))
+    if message is not None:
+        return message
+    if name in _ATTRIBUTE_NAME_POSITION:
+        attribute = args[_ATTRIBUTE_NAME_POSITION[name]]
+        if type(attribute) is not str:
+            return f"attribute name must be string, not '{type(attribute).__name__}'"
+    if name in ("exec", "eval") and type(args[0]) not in (str, bytes):
+        return f"{name}() arg 1 must be a string, bytes or code object"
+    return None
+
+
+# --------------------------------------------------------------------------- calls
+
+def _builtin_name(name: str) -> str:
+    return name if name.isascii() else unicodedata.normalize("NFKC", name)
+
+
+def is_builtin_name(name: str) -> bool:
+    """Whether ``name`` (in any compatibility form) is in either table."""
+    name = _builtin_name(name)
+    return name in PURE_BUILTINS or name in REFUSED_BUILTINS
+
+
+def call_builtin(name: str, args: tuple | list = (), kwargs: Mapping[str, Any] | None = None) -> Any:
+    """``name(*args, **kwargs)`` for a builtin of the table, as CPython computes it."""
+    kwargs = {} if kwargs is None else kwargs
+    name = _builtin_name(name)
+    function = PURE_BUILTINS.get(name)
+    if function is None:
+        if name in REFUSED_BUILTINS:
+            message = _refused_error(name, tuple(args), kwargs)
+            if message is not None:
+                raise TypeError(message)
+        raise NotComputable(f"builtin {name!r} is not computed", name)
+    _plain_operands(*args, *kwargs.values())
+    return function(*args, **kwargs)
