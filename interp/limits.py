@@ -57,3 +57,13 @@ JOBS_ENTRY_GUARD_SECONDS = 600
 #: Each sits far above anything real output needs; add a key here (with a comment and
 #: a line in SECURITY.md) for every new kind of counted work.
 ENTRY_BUDGETS: dict[str, int] = {}
+
+#: Values computed on model input by the interpreter and the eval-emulating decoders
+#: (pure builtins and operators, ``interp/builtins.py``), summed per entry: characters
+#: of strings, digits of ints, elements of containers (shared items at every
+#: appearance, as ``str()`` renders them). One value alone is refused past it too, with
+#: or without an active budget: ``'%1900000000d' % 1`` is refused before 1.9 GB is made.
+ENTRY_BUDGETS["computed_size"] = 10_000_000
+#: Digits of the ints computed there, summed per entry; one int past
+#: MAX_COMPUTED_DIGITS is refused on its own (``3 ** 10 ** 7``: minutes in CPython).
+ENTRY_BUDGETS["computed_int_digits"] = 1_000_000
