@@ -28,7 +28,42 @@ REFERENCE_DEPS = [
     "python-dotenv",
     "filelock",
 ]
-REAL_RESULTS = ROOT.parent / "shared" / "real-results"
+#: Real model output kept in the repository (see tests/fixtures/real-results/README.md).
+REAL_RESULTS_FIXTURES = ROOT / "tests" / "fixtures" / "real-results"
+
+
+def _materialised_real_results() -> Path:
+    """The real-result fixtures unpacked (once per fixture version) into a folder of
+    their own under the system's temp folder, in the layout BFCL wrote them:
+    ``{run}/result/{model}/multi_turn/*_result.json`` and ``{run}/score/...``."""
+    import hashlib
+    import tarfile
+    import tempfile
+
+    archives = sorted(REAL_RESULTS_FIXTURES.glob("*.tar.xz"))
+    digest = hashlib.sha256(b"".join(a.read_bytes() for a in archives)).hexdigest()[:16]
+    target = Path(tempfile.gettempdir()) / f"bfcl-safe-real-results-{digest}"
+    if not (target / ".complete").exists():
+        staging = Path(tempfile.mkdtemp(prefix="bfcl-safe-real-results-"))
+        for archive in archives:
+            with tarfile.open(archive, "r:xz") as tar:
+                for member in tar.getmembers():
+                    if not member.isfile() or member.name.startswith(("/", "..")) or "/../" in member.name:
+                        raise RuntimeError(f"unexpected member {member.name!r} in {archive}")
+                    path = staging / member.name
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    path.write_bytes(tar.extractfile(member).read())
+        (staging / ".complete").write_text("ok\n")
+        try:
+            staging.rename(target)
+        except OSError:  # another process unpacked it first
+            import shutil
+
+            shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+REAL_RESULTS = _materialised_real_results()
 
 
 def wheel_path() -> Path:

@@ -16,7 +16,6 @@ RUN = REAL_RESULTS / "gpt-oss-120b-vllm-0.10.2"
 RESULT = RUN / "result"
 MODEL = "openai_gpt-oss-120b"
 
-needs_real = pytest.mark.skipif(not RUN.is_dir(), reason="../shared/real-results is not available")
 
 
 def _explain(runner, *args: str, result_dir: Path = RESULT):
@@ -37,7 +36,6 @@ def _official(entry_id: str) -> dict:
     raise KeyError(entry_id)
 
 
-@needs_real
 def test_state_mismatch_names_the_differing_attribute_and_paths(runner):
     out = _explain(runner, "--id", "multi_turn_base_2")
     assert out.exit_code == 0, _stderr(out)
@@ -54,7 +52,6 @@ def test_state_mismatch_names_the_differing_attribute_and_paths(runner):
     assert "-> {\"result\": \"'TeamNotes.txt' copied to 'Archived/TeamNotes.txt'\"}" in text
 
 
-@needs_real
 def test_json_output_for_tools(runner):
     out = _explain(runner, "--id", "multi_turn_base_2", "--json")
     assert out.exit_code == 0
@@ -78,7 +75,6 @@ def test_json_output_for_tools(runner):
     assert data["turns"][4]["run"] is False and data["turns"][4]["model"][0]["results"] is None
 
 
-@needs_real
 def test_response_mismatch_lists_the_missing_responses(runner):
     entry_id = "multi_turn_base_13"
     out = _explain(runner, "--id", entry_id, "--json")
@@ -92,7 +88,6 @@ def test_response_mismatch_lists_the_missing_responses(runner):
     assert "missing responses" in text
 
 
-@needs_real
 @pytest.mark.parametrize("entry_id, error_type", [
     ("multi_turn_base_30", "multi_turn:empty_turn_model_response"),
     ("multi_turn_miss_func_10", "multi_turn:force_terminated"),
@@ -107,7 +102,6 @@ def test_other_error_types_are_explained(runner, entry_id, error_type):
     assert _explain(runner, "--id", entry_id).exit_code == 0
 
 
-@needs_real
 def test_a_passing_entry(runner):
     passed = next(f"multi_turn_base_{n}" for n in range(200) if not _has_failure(f"multi_turn_base_{n}"))
     out = _explain(runner, "--id", passed)
@@ -123,7 +117,6 @@ def _has_failure(entry_id: str) -> bool:
         return False
 
 
-@needs_real
 @pytest.mark.parametrize("args, message", [
     (["--id", "multi_turn_base_999"], "unknown id 'multi_turn_base_999'"),
     (["--id", "nonsense"], "unknown id 'nonsense'"),
@@ -137,7 +130,6 @@ def test_one_line_errors(runner, args, message):
     assert error.startswith("Error:") and message in error and len(error.splitlines()) == 1
 
 
-@needs_real
 def test_several_models_need_model_and_missing_entries_are_errors(runner, tmp_path):
     source = RESULT / MODEL / "multi_turn" / "BFCL_v4_multi_turn_base_result.json"
     for model in ("model-a", "model-b"):

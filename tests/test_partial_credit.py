@@ -19,7 +19,6 @@ from tests.refenv import wheel
 RUN, MODEL = REAL_RUN, REAL_MODEL
 CATEGORIES = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param")
 
-pytestmark = pytest.mark.skipif(not RUN.is_dir(), reason="../shared/real-results is not available")
 
 
 

@@ -41,7 +41,6 @@ MODEL = "openai_gpt-oss-120b"
 REAL_DISPLAY = {MODEL: "openai/gpt-oss-120b (FC) (vLLM)"}
 REAL_CATEGORIES = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param")
 
-needs_real = pytest.mark.skipif(not REAL.is_dir(), reason="real results not available")
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +66,6 @@ def _put(score_dir: Path, model: str, category: str, correct: int, total: int = 
 # --------------------------------------------------------------------------- score files
 
 
-@needs_real
 @pytest.mark.parametrize("category", REAL_CATEGORIES)
 def test_rewrite_official_score_file_byte_for_byte(tmp_path, category):
     official = REAL / MODEL / "multi_turn" / f"BFCL_v4_{category}_score.json"
@@ -203,7 +201,6 @@ def test_category_of_score_file(path, category, ref_utils):
 # --------------------------------------------------------------------------- CSV
 
 
-@needs_real
 def test_real_csv_reproduced_exactly(tmp_path, data):
     score_dir = tmp_path / "score"
     shutil.copytree(REAL / MODEL, score_dir / MODEL)
@@ -217,7 +214,6 @@ def test_real_csv_reproduced_exactly(tmp_path, data):
     assert text.splitlines()[1] == "1,openai_gpt-oss-120b,40.25%,41.50%,42.00%,36.50%,41.00%"
 
 
-@needs_real
 def test_real_csv_without_long_context(tmp_path, data):
     score_dir = tmp_path / "score"
     shutil.copytree(REAL / MODEL, score_dir / MODEL)

@@ -14,7 +14,6 @@ from tests.refenv import REAL_RESULTS, wheel
 RUN = REAL_RESULTS / "gpt-oss-120b-vllm-0.10.2"
 
 
-@pytest.mark.skipif(not RUN.is_dir(), reason="../shared/real-results is not available")
 def test_eight_threads_scoring_the_same_files_write_identical_score_files(tmp_path):
     data = dataset()
     errors: list[BaseException] = []
