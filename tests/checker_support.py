@@ -11,7 +11,7 @@ from bfcl_safe.checker.dataset import Dataset
 from tests.refenv import REAL_RESULTS, import_reference, wheel
 
 CATEGORIES = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param", "multi_turn_long_context")
-#: The real model run in ../shared/real-results and its model folder.
+#: The real model run kept in tests/fixtures/real-results and its model folder.
 REAL_RUN = REAL_RESULTS / "gpt-oss-120b-vllm-0.10.2"
 REAL_MODEL = "openai_gpt-oss-120b"
 

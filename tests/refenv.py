@@ -1,6 +1,6 @@
 """Access to the reference implementation (the pinned bfcl-eval wheel) for differential tests.
 
-The reference is installed with pip into a target folder of its own (``.ref/`` at
+The reference is installed with pip into a target folder of its own (``.ref/pyX.Y/`` at
 the project root, or ``$BFCL_SAFE_REF_DIR``), never into the environment that runs
 bfcl-safe. Tests put that folder on ``sys.path`` only to import the reference's
 backend classes and checker functions and compare against them.
@@ -18,7 +18,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 WHEEL_NAME = "bfcl_eval-2026.3.23-py3-none-any.whl"
 WHEEL_SHA256 = "3bb6dfa5f0c68ad403c9ec50b00db2bb3b4cc9b38ab1ff33f48fe30d853d3a0a"
-REF_DIR = Path(os.environ.get("BFCL_SAFE_REF_DIR", ROOT / ".ref"))
+#: One folder per Python version: the reference's dependencies include compiled
+#: extensions (tree_sitter), built for the Python that installs them.
+REF_DIR = Path(os.environ.get("BFCL_SAFE_REF_DIR", ROOT / ".ref" / f"py{sys.version_info[0]}.{sys.version_info[1]}"))
 REFERENCE_DEPS = [
     "mpmath==1.3.0",
     "tree_sitter==0.21.3",
@@ -102,14 +104,20 @@ def wheel() -> Path:
 def reference_dir() -> Path:
     """Install the reference into REF_DIR once; return the folder to put on sys.path."""
     marker = REF_DIR / ".complete"
-    if not marker.exists():
-        REF_DIR.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-             "--no-deps", "--upgrade", "--target", str(REF_DIR), str(wheel_path()), *REFERENCE_DEPS],
-            check=True,
-        )
-        marker.write_text("ok\n")
+    if marker.exists():
+        return REF_DIR
+    import fcntl
+
+    REF_DIR.mkdir(parents=True, exist_ok=True)
+    with open(REF_DIR.parent / f".{REF_DIR.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one installer at a time (parallel test processes)
+        if not marker.exists():
+            subprocess.run(
+                [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                 "--no-deps", "--upgrade", "--target", str(REF_DIR), str(wheel_path()), *REFERENCE_DEPS],
+                check=True,
+            )
+            marker.write_text("ok\n")
     return REF_DIR
 
 

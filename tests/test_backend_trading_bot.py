@@ -212,7 +212,7 @@ def test_bad_random_seed_fails_at_load_like_the_reference():
 def test_transaction_timestamps_follow_local_time_zone(zone):
     """The reference turns CURRENT_TIME into epoch seconds and back in local time; so do we."""
     if not hasattr(time, "tzset"):
-        pytest.skip("no time.tzset on this platform")
+        pytest.skip("platform: no time.tzset")
     old = os.environ.get("TZ")
     os.environ["TZ"] = zone
     time.tzset()

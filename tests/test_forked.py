@@ -20,7 +20,7 @@ from bfcl_safe.checker.forked import MAX_TASKS, share_out
 from bfcl_safe.checker import runner
 from bfcl_safe.checker.runner import Outcome, _decode_scored, _encode_scored
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="platform: needs os.fork")
 
 
 def _square(index: int) -> dict:

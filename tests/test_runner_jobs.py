@@ -155,7 +155,7 @@ def test_a_worker_rejects_a_line_that_is_not_what_its_start_says() -> None:
     assert shape == "dict, not a list of turns" and not outcome.valid
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="platform: needs os.fork")
 @pytest.mark.parametrize("when", ["scoring", "after-reporting-progress"])
 def test_entries_of_a_process_that_dies_are_scored_by_the_main_process(tmp_path: Path, monkeypatch, when) -> None:
     from bfcl_safe.checker import runner
@@ -233,7 +233,7 @@ def test_where_forking_is_unsafe_jobs_fall_back_to_one_process_with_a_notice(tmp
     assert (scores[0].correct, scores[0].total) == (2, 3)
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="platform: needs os.fork")
 def test_files_read_and_scored_a_group_at_a_time_give_the_same_files(tmp_path: Path, monkeypatch) -> None:
     """With --jobs, memory is bounded by reading, scoring and writing a group of files at
     a time; groups of one file each write what one group of all files writes."""
@@ -257,7 +257,7 @@ def test_files_read_and_scored_a_group_at_a_time_give_the_same_files(tmp_path: P
     assert groups == [1] * 5  # five files, one group each
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="platform: needs os.fork")
 @pytest.mark.parametrize("failure", ["internal-errors", "a-file-raises"])
 @pytest.mark.parametrize("group_chars", [1, 1 << 30], ids=["a-group-per-file", "one-group"])
 def test_messages_files_and_errors_come_as_in_a_serial_run(tmp_path: Path, monkeypatch, failure: str,
