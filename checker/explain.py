@@ -19,8 +19,9 @@ from typing import Any, Callable, Sequence
 from bfcl_safe.checker.dataset import MULTI_TURN_CATEGORIES, Dataset
 from bfcl_safe.checker.decoders import DECODERS
 from bfcl_safe.checker.episode import missed_docs, plain, turn_messages
-from bfcl_safe.checker.model_decoders import decoder_for_model
+from bfcl_safe.checker.decoders.models import decoder_for_model
 from bfcl_safe.checker.runner import find_result_files, read_result_lines
+from bfcl_safe.checker.terminal import shown
 from bfcl_safe.checker.verdict import (
     EMPTY_TURN, FORCE_TERMINATED, RESPONSE_MISMATCH, STATE_MISMATCH, check_turns_at, decode_turn,
     evaluate_entry,
@@ -233,6 +234,14 @@ def explain_entry(
         turns.append(turn)
 
     message = error.get("error_message")
+    if type(result) is not list:
+        # BFCL records a failed inference as the error text in place of the turns.
+        inference = {"result": result if isinstance(result, str) else None,
+                     "result_type": type(result).__name__}
+        if isinstance(item.get("traceback"), str):
+            inference["traceback_last_line"] = (item["traceback"].strip().splitlines() or [""])[-1]
+    else:
+        inference = None
     return plain({
         "id": entry_id,
         "model": model,
@@ -246,6 +255,7 @@ def explain_entry(
         "turns_passed": len(ground_truth) if valid else record["turns_passed"],
         "turn_count": len(ground_truth),
         "model_turn_count": len(result) if type(result) is list else None,
+        "inference_error": inference,
         "turns": turns,
     })
 
@@ -259,7 +269,7 @@ def render_json(explanation: dict) -> str:
 
 def _short(value: Any, limit: int = MAX_SHOWN) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    text = text.replace("\n", "\\n")
+    text = shown(text)
     if len(text) > limit:
         return f"{text[:limit]}... ({len(text)} chars)"
     return text
@@ -272,13 +282,21 @@ def _shown_side(side: dict) -> str:
 def render_text(explanation: dict) -> str:
     """The explanation for a terminal."""
     e = explanation
-    lines = [f"{e['id']}  model {e['model']}  (decoder {e['decoder']})"]
+    lines = [f"{shown(e['id'])}  model {shown(e['model'])}  (decoder {e['decoder']})"]
     if e["valid"]:
         lines.append(f"verdict: PASS  ({e['turn_count']} of {e['turn_count']} turns)")
     else:
         lines.append(f"verdict: FAIL  {e['error_type']}  at turn {e['first_failing_turn']}  "
                      f"({e['turns_passed']} of {e['turn_count']} turns passed before it)")
         lines.append(f"  {_short(e['error_message'], 400)}")
+    inference = e.get("inference_error")
+    if inference is not None:
+        if inference["result"] is not None:
+            lines.append(f"  the result holds no turns, only the inference error: {_short(inference['result'], 400)}")
+        else:
+            lines.append(f"  the result holds no turns: it is a {inference['result_type']}, not a list of turns")
+        if inference.get("traceback_last_line"):
+            lines.append(f"  traceback (last line): {_short(inference['traceback_last_line'], 400)}")
     if e["model_turn_count"] is not None and e["model_turn_count"] != e["turn_count"]:
         lines.append(f"  the result has {e['model_turn_count']} turns, the ground truth {e['turn_count']}")
     for turn in e["turns"]:
@@ -291,24 +309,25 @@ def render_text(explanation: dict) -> str:
             lines.append(f"  (tools made visible in this turn: {', '.join(turn['new_tools'])})")
         lines.append("  model:")
         if not turn["model_turn_recorded"]:
-            lines.append("    (no such turn in the result)")
+            lines.append("    (no turns: the inference failed, see above)" if inference is not None
+                         else "    (no such turn in the result)")
         elif not turn["model"]:
             lines.append("    (no calls)")
         for number, step in enumerate(turn["model"]):
             results = step["results"]
             for position, call in enumerate(step["calls"]):
-                shown = f"    [{number}] {_short(call, 160)}"
+                text = f"    [{number}] {_short(call, 160)}"
                 if results is not None and position < len(results):
-                    shown += f"\n          -> {_short(results[position])}"
-                lines.append(shown)
+                    text += f"\n          -> {_short(results[position])}"
+                lines.append(text)
         lines.append("  ground truth:")
         if not turn["ground_truth"]:
             lines.append("    (no calls)")
         for call in turn["ground_truth"]:
-            shown = f"    {_short(call['call'], 160)}"
+            text = f"    {_short(call['call'], 160)}"
             if call["result"] is not None:
-                shown += f"\n          -> {_short(call['result'])}"
-            lines.append(shown)
+                text += f"\n          -> {_short(call['result'])}"
+            lines.append(text)
         if not turn["run"]:
             lines.append("  (not run: scoring stops at the first failing turn)" if turn["status"] == "not checked"
                          else "  (not run)")

@@ -116,9 +116,15 @@ class ProgressLine:
             self.stream.write("\r" + " " * len(self._drawn) + "\r")
             self._drawn = ""
 
+    #: Redrawn at most this many times over a run (and at its end), whatever its size.
+    STEPS = 200
+
     def update(self, count: int) -> None:
+        before = self.done
         self.done += count
-        self._draw()
+        total = max(self.total, 1)
+        if before * self.STEPS // total != self.done * self.STEPS // total or self.done >= self.total:
+            self._draw()
 
     def message(self, text: str) -> None:
         """Print ``text`` (escaped with :func:`shown`) on a line of its own above the bar."""
