@@ -1,45 +1,92 @@
-"""Scoring result trees: discover files, read entries, score them (optionally in a
-process pool), write score files and the CSV. One bad entry or file never stops
-the others: its problem is reported and everything else is scored."""
+"""Scoring a result tree: the files :func:`~bfcl_safe.checker.results_io.discover` found,
+their lines scored by a pool (``checker/parallel.py``; ``--jobs 1`` is the same path with
+an in-process pool), each line inside its fault boundary (``checker/scoring.py``), score
+files and the CSV written (``checker/scores.py``). One bad line, entry or file never stops
+the others: its problem is reported and everything else is scored.
+
+Interface (for the command line)::
+
+    found = discover(result_dir, models, categories)      # results_io; LayoutError
+    run = score_tree(result_dir, score_dir, dataset, options,
+                     files=found.files, report=print_above_bar, progress=bar.update)
+
+- ``report(message)``: every message of the run, one line each, in a fixed order (per
+  file: its model's notes, its line problems in line order, its entries' problems in id
+  order, the missing-entries error; then the resource-limit/internal-error notes of its
+  entries as they are written; at the end, score files the CSV read that this run did
+  not write, and unusable ones). The CLI prints them (escaping control characters).
+- ``progress(n)``: ``n`` more lines done.
+- Returns a :class:`ScoreRun`: a list of :class:`FileScore` (one per scored file) with
+  ``refused`` (files not scored because entries are missing and ``Options.partial`` is
+  off: the CLI exits non-zero at the end), ``unwritten`` (score files that could not be
+  written, e.g. a symlink in the way), ``foreign_score_files`` (score files included in
+  the CSV that this run did not write), ``failed_entries`` (``(path, id, error type)`` of
+  entries failed with RESOURCE_LIMIT or INTERNAL_ERROR), ``csv_path`` (None if the CSV
+  could not be written) and ``ok`` (nothing refused or unwritten).
+- Raises :class:`ScoreDirError` (before anything is read) when the score dir is the
+  result dir, inside it, or contains it; LayoutError from discovery when ``files`` is None.
+"""
 
 from __future__ import annotations
 
-import json
-import re
-import sys
+import functools
+import os
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Callable, Sequence
 
 import attrs
 
 from bfcl_safe.checker.dataset import Dataset
-from bfcl_safe.checker.forked import MAX_TASKS, cannot_fork, share_out
-from bfcl_safe.checker.model_decoders import decoder_for_model
-from bfcl_safe.checker.scores import ScoreFileWriter, dumps_line, loads_result_line, raw_value, write_leaderboard_csv
-from bfcl_safe.checker.verdict import INFERENCE_ERROR, evaluate_entry
+from bfcl_safe.checker.decoders.models import decoder_for_model
+from bfcl_safe.checker.errors import INTERNAL_ERROR, RESOURCE_LIMIT
+from bfcl_safe.checker.parallel import ForkPool, InProcessPool, Lost, Pool, cannot_fork
+from bfcl_safe.checker.results_io import (
+    Discovery,
+    LayoutError,
+    ResultFile,
+    UnreadableFile,
+    discover,
+    find_result_files,
+    id_order,
+    read_lines,
+    read_result_lines,
+    shown,
+    shown_path,
+)
+from bfcl_safe.checker.scores import ScoreFileWriter, write_leaderboard_csv
+from bfcl_safe.checker.scoring import (
+    SCORED,
+    SKIPPED,
+    UNKNOWN,
+    Context,
+    LineResult,
+    Options,
+    lost_result,
+    score_text,
+)
+from bfcl_safe.interp.errors import BfclSafeError
+from bfcl_safe.interp.limits import MAX_RESULT_LINE_CHARS
 
-from bfcl_safe.checker.contract import ENTRY_ID as _ID
-from bfcl_safe.checker.contract import MULTI_TURN_CATEGORIES, VERSION_PREFIX
-_RESULT_FILE = re.compile(rf"^{VERSION_PREFIX}_(\w+?)_result\.json$")
+__all__ = ["Options", "ResultFile", "FileScore", "ScoreRun", "ScoreDirError", "LayoutError", "Discovery",
+           "discover", "find_result_files", "read_result_lines", "score_tree"]
+
+#: Lines are scored in batches of at most this many (a pool's unit of work).
+BATCH_LINES = 25
+#: Lines of at most about this many characters are read and scored at a time (then
+#: written, before the next files are read): memory stays bounded however many files.
+GROUP_CHARS = 16 << 20
 
 
-@attrs.frozen
-class Options:
-    #: A key of ``checker.decoders.DECODERS``; None: chosen per model folder.
-    decoder: str | None = None
-    jobs: int = 1
-    strict_irrelevance: bool = False
-    check_order: bool = False
-    partial: bool = False
-    #: Add the non-official per-turn accuracy column to the CSV.
-    partial_credit: bool = False
+class ScoreDirError(BfclSafeError, ValueError):
+    """A score dir that is the result dir, inside it, or contains it: ``score_dir``,
+    ``result_dir`` and ``relation`` (``"is"``, ``"inside"``, ``"contains"``)."""
 
-
-@attrs.frozen
-class ResultFile:
-    model: str
-    category: str
-    path: Path
+    def __init__(self, score_dir: Path, result_dir: Path, relation: str):
+        self.score_dir, self.result_dir, self.relation = score_dir, result_dir, relation
+        what = {"is": "is the result dir", "inside": "is inside the result dir",
+                "contains": "contains the result dir"}[relation]
+        super().__init__(f"score dir {shown_path(score_dir)} {what} {shown_path(result_dir)}; "
+                         f"pass a score dir apart from it")
 
 
 @attrs.define
@@ -52,202 +99,78 @@ class FileScore:
     failures: list[dict] = attrs.Factory(list)
     problems: list[str] = attrs.Factory(list)
     score_path: Path | None = None
+    path: Path | None = None
+    #: Ids missing from the file (it is not scored unless ``Options.partial``).
+    missing: int = 0
+    #: Not scored: entries are missing and ``Options.partial`` is off.
+    refused: bool = False
 
     @property
     def accuracy(self) -> float:
         return self.correct / self.total if self.total else 0.0
 
 
-def find_result_files(result_dir: Path) -> list[ResultFile]:
-    """``RESULT/{model}/**/BFCL_v4_multi_turn_*_result.json``, models in listing order."""
-    found = []
-    for subdir in sorted(p for p in result_dir.iterdir() if p.is_dir()):
-        for path in sorted(subdir.rglob(f"{VERSION_PREFIX}_*_result.json")):
-            match = _RESULT_FILE.match(path.name)
-            if match and match.group(1) in MULTI_TURN_CATEGORIES and not path.is_dir():
-                found.append(ResultFile(subdir.name, match.group(1), path))
-    return found
+class ScoreRun(list):
+    """The :class:`FileScore` of every file, and what the command line must tell the user
+    about the run as a whole (see the module docstring)."""
 
-
-def read_result_lines(
-    path: Path, category: str, raw: dict[str, str] | None = None, numbers: dict[str, int] | None = None
-) -> tuple[list[dict], list[str]]:
-    """Entries of a result file (streamed line by line) and the problems found.
-    With ``raw``, each kept entry's line text is also stored there by id (and its line
-    number in ``numbers``)."""
-    entries: list[dict] = []
-    problems: list[str] = []
-    seen: set[str] = set()
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        for number, line in enumerate(handle, 1):
-            if line.isspace():  # (strip() would copy every line)
-                continue
-            try:  # parsed here, not in a helper: how deep a line may nest depends on the stack
-                item = loads_result_line(line)
-            except (ValueError, RecursionError) as exc:
-                item = exc
-            item = _checked(item, f"{path}:{number}", category, seen, problems)
-            if item is None:
-                continue
-            entries.append(item)
-            if raw is not None:
-                raw[item["id"]] = line
-            if numbers is not None:
-                numbers[item["id"]] = number
-    # Numeric order without int(): an id may carry more digits than int() accepts.
-    entries.sort(key=lambda item: _id_order(item["id"]))
-    return entries, problems
-
-
-def _id_order(entry_id: str) -> tuple[int, str]:
-    return len(number := entry_id.rsplit("_", 1)[1]), number
-
-
-def _checked(item: Any, where: str, category: str, seen: set[str], problems: list[str]) -> dict | None:
-    """One parsed line of a result file (or the error parsing it raised): the entry to
-    keep (its id is added to ``seen``), or None with the problem appended to ``problems``."""
-    if isinstance(item, (ValueError, RecursionError)):
-        problems.append(f"{where}: not valid JSON ({str(item)[:120]}); line skipped")
-        return None
-    if not isinstance(item, dict) or "id" not in item or "result" not in item:
-        problems.append(f"{where}: expected an object with 'id' and 'result'; line skipped")
-        return None
-    entry_id = item["id"]
-    match = _ID.match(entry_id) if isinstance(entry_id, str) else None
-    if match is None or match.group(1) != category:
-        problems.append(f"{where}: id {_shown(entry_id)} does not belong to {category}; line skipped")
-        return None
-    if entry_id in seen:
-        problems.append(f"{where}: duplicate id {_shown(entry_id)}; the first occurrence is scored")
-        return None
-    seen.add(entry_id)
-    return item
-
-
-def _malformed(result: Any) -> str | None:
-    """What is wrong with the shape of an entry's result, or None. A string is not
-    wrong: it is how BFCL records a failed inference (an inference error, not a bad file)."""
-    if isinstance(result, str):
-        return None
-    if type(result) is not list:
-        return f"{type(result).__name__}, not a list of turns"
-    for turn in result:
-        if not isinstance(turn, (list, str, dict)):
-            return f"a turn is {type(turn).__name__}, not a list of steps"
-    return None
-
-
-def _shown(value: Any) -> str:
-    """``repr(value)`` cut to a readable length (ids come from hostile files)."""
-    text = repr(value)
-    return text if len(text) <= 80 else f"{text[:60]}...({len(text)} characters)"
-
-
-# ------------------------------------------------------------------ scoring lines (in any process)
-
-@attrs.frozen
-class Outcome:
-    """One scored entry: the verdict in brief, and the score-file line when it failed."""
-
-    id: str
-    error_type: str | None = None
-    error_message: Any = None
-    line: str | None = None
-    internal: bool = False
+    def __init__(self) -> None:
+        super().__init__()
+        self.refused: list[FileScore] = []
+        self.unwritten: list[str] = []
+        self.foreign_score_files: list[Path] = []
+        self.failed_entries: list[tuple[Path, str, str]] = []
+        self.csv_path: Path | None = None
 
     @property
-    def valid(self) -> bool:
-        return self.error_type is None
+    def ok(self) -> bool:
+        return not self.refused and not self.unwritten and self.csv_path is not None
 
 
-def score_entry(dataset: Dataset, item: dict, model: str, category: str, options: Options) -> dict:
-    """Score one result-file entry; ``{"valid": True}`` or the reference's failure record."""
-    entry_id = item["id"]
-    return evaluate_entry(
-        dataset.entry(entry_id),
-        item["result"],
-        dataset.ground_truth_for(entry_id),
-        model_name=model,
-        test_category=category,
-        decoder=options.decoder,
-        long_context_data=dataset.long_context_data,
-        prompt_entry=lambda: dataset.prompt_json(entry_id) or dataset.prompt_entry(entry_id),
-        inference_log=item.get("inference_log", ""),
-        model_result_json=raw_value(item, "result"),
-        possible_answer_json=lambda: dataset.ground_truth_json(entry_id),
-        strict_irrelevance=options.strict_irrelevance,
-        check_order=options.check_order,
-    )
+#: The name the command line looks up (``discover`` under the name it was first given).
+discover_result_files = discover
 
 
-def _outcome(dataset: Dataset, item: dict, model: str, category: str, options: Options) -> Outcome:
-    try:
-        record = score_entry(dataset, item, model, category, options)
-    except Exception as exc:  # noqa: BLE001 - one entry's crash must not lose the others
-        record = _failure_record(item["id"], model, category,
-                                 f"bfcl-safe could not score this entry: {type(exc).__name__}: {exc}")
-        return Outcome(item["id"], INFERENCE_ERROR, record["error"]["error_message"], dumps_line(record), True)
-    if record.get("valid"):
-        return Outcome(item["id"])
-    error = record["error"]
-    return Outcome(item["id"], error["error_type"], error["error_message"], _record_line(record))
+def check_score_dir(result_dir: Path, score_dir: Path) -> None:
+    """Raise :class:`ScoreDirError` if ``score_dir`` and ``result_dir`` overlap."""
+    result = Path(os.path.realpath(result_dir))
+    score = Path(os.path.realpath(score_dir))
+    if score == result:
+        raise ScoreDirError(score_dir, result_dir, "is")
+    if result in score.parents:
+        raise ScoreDirError(score_dir, result_dir, "inside")
+    if score in result.parents:
+        raise ScoreDirError(score_dir, result_dir, "contains")
 
 
-def _record_line(record: dict) -> str:
-    """The score-file line of a failure record. A model result nested just below what
-    ``json.loads`` accepts may be too deep to encode again, one level further down:
-    the verdict is kept and the raw copies of the model's output are left out."""
-    try:
-        return dumps_line(record)
-    except RecursionError:
-        omitted = "<omitted: nested too deeply to write>"
-        return dumps_line({key: omitted if key in ("model_result", "model_result_raw", "inference_log") else value
-                           for key, value in record.items()})
+def make_pool(dataset: Dataset, jobs: int, report: Callable[[str], None]) -> Pool:
+    work = functools.partial(score_text, dataset)
+    if jobs > 1:
+        reason = cannot_fork()
+        if reason is None:
+            return ForkPool(work, jobs)
+        report(f"--jobs {jobs}: {reason}; scoring in one process")
+    return InProcessPool(work)
 
 
-def _failure_record(entry_id: str, model: str, category: str, message: str) -> dict:
-    return {"id": entry_id, "model_name": model, "test_category": category, "valid": False,
-            "error": {"error_message": [message], "error_type": INFERENCE_ERROR},
-            "first_failing_turn": 0, "turns_passed": 0}
+@attrs.define
+class _File:
+    """A result file read for scoring: its lines (number, text) and what was found."""
 
+    result_file: ResultFile
+    context: Context | None = None
+    notes: list[str] = attrs.Factory(list)
+    #: (line number, problem) found while reading (over-long lines).
+    problems: list[tuple[int, str]] = attrs.Factory(list)
+    lines: list[tuple[int, str]] = attrs.Factory(list)
+    unreadable: str | None = None
+    #: Where this file's batches are in the pool's task list.
+    first_task: int = 0
+    task_count: int = 0
 
-#: With --jobs, a line is scored only if it parses with this many fewer levels of
-#: recursion to spare: such a line also parses in a serial run, whatever the depth of
-#: either's stack (else the main process reads its file again as a serial run does).
-_DEPTH_MARGIN = 100
-
-
-def _score_lines(dataset: Dataset, lines: list[tuple[str, str | None]], model: str, category: str,
-                 options: Options, logs: list[tuple[int, int] | None] | None = None,
-                 ) -> list[tuple[str | None, Outcome] | None]:
-    """Score entries given as their result-file line texts, each with the id the main
-    process found at its start (None: the main process parsed the line itself). Per
-    line: the shape problem of its result and its outcome, or None where the line is not
-    what the main process took it for (not an object with 'id' and 'result', another id,
-    not JSON): the main process then reads that file again itself. With ``logs``, where
-    each line's ``inference_log`` text is in it (or None) is appended there."""
-    out: list[tuple[str | None, Outcome] | None] = []
-    limit = sys.getrecursionlimit()
-    for line, expected in lines:
-        spans: dict[str, tuple[int, int]] = {}
-        sys.setrecursionlimit(limit - _DEPTH_MARGIN)
-        try:
-            item = loads_result_line(line, spans)
-        except (ValueError, RecursionError):
-            item = None
-        finally:
-            sys.setrecursionlimit(limit)
-        if logs is not None:
-            logs.append(spans.get("inference_log") if item is not None else None)
-        if not isinstance(item, dict) or "result" not in item or (
-                type(item.get("id")) is not str if expected is None else item.get("id") != expected):
-            out.append(None)
-            continue
-        out.append((_malformed(item["result"]), _outcome(dataset, item, model, category, options)))
-    return out
-
-
-# ------------------------------------------------------------------ driver side
+    @property
+    def chars(self) -> int:
+        return sum(len(text) for _, text in self.lines)
 
 
 def score_tree(
@@ -259,422 +182,187 @@ def score_tree(
     progress: Callable[[int], None] | None = None,
     report: Callable[[str], None] = lambda message: None,
     files: Sequence[ResultFile] | None = None,
-) -> list[FileScore]:
-    """Score every multi-turn result file under ``result_dir``; write the score files and CSV."""
-    files = list(files if files is not None else find_result_files(result_dir))
-    scores = []
-    decoders: dict[str, str] = {}
-
-    def file_options(result_file: ResultFile, report: Callable[[str], None]) -> Options:
-        if options.decoder is not None:
-            return options
-        if result_file.model not in decoders:
-            decoders[result_file.model] = decoder_for_model(result_file.model, dataset, report)
-        return attrs.evolve(options, decoder=decoders[result_file.model])
-
-    parallel = options.jobs > 1 and bool(files)
-    if parallel and (reason := cannot_fork()) is not None:
-        report(f"--jobs {options.jobs}: {reason}; scoring in one process")
-        parallel = False
-    if parallel:
-        # Load what every process needs first: forked processes then share it instead of
-        # each parsing the dataset again.
+    pool: Pool | None = None,
+) -> ScoreRun:
+    """Score the result files (``files``, else all :func:`discover` finds under
+    ``result_dir``, its notices reported); write the score files and the CSV."""
+    result_dir, score_dir = Path(result_dir), Path(score_dir)
+    check_score_dir(result_dir, score_dir)
+    if files is None:
+        found = discover(result_dir)
+        for notice in found.notices:
+            report(notice)
+        files = found.files
+    files = list(files)
+    run = ScoreRun()
+    if pool is None:
+        pool = make_pool(dataset, options.jobs, report)
+    if isinstance(pool, ForkPool):
+        # Loaded before forking, the dataset is shared by the children instead of parsed by each.
         for result_file in files:
             dataset.entries(result_file.category)
             dataset.ground_truth(result_file.category)
             if "long_context" in result_file.category:
                 dataset.long_context_data()
-        # Files are read in groups of up to GROUP_CHARS characters of lines (lines are only
-        # looked at, not parsed); a group's lines are scored in chunks by this process and
-        # its forked children; its files are then collected in order, and the next group
-        # is read. Collecting a file reports its messages and writes its score file as a
-        # serial run does at that file, and raises what a serial run raises there.
-        # (The calls below keep the stack depth of the serial path where lines are parsed
-        # or scored in this process: how deep a line may nest depends on it.)
-        unread = list(files)
-        while unread:
-            group: list[_Batch] = []
-            size = 0
-            while unread and (not group or size < GROUP_CHARS):
-                group.append(_hand_over(unread.pop(0), file_options, dataset))
-                size += _line_chars(group[-1])
-            results = _score_batches(dataset, group, options.jobs, progress)
-            while group:  # (what is written is let go at once)
-                batch = group.pop(0)
-                scores.append(_collect(batch, results, score_dir, dataset, progress, report))
-                for _, _, task in batch.chunks:
-                    results.pop(task, None)
-    else:
-        for result_file in files:
-            scores.append(_prepare_file(result_file, score_dir, dataset, file_options(result_file, report), progress,
-                                        report)())
-    models = []
-    for result_file in files:
-        if result_file.model not in models:
-            models.append(result_file.model)
-    if scores:
-        write_leaderboard_csv(score_dir, dataset, first_models=models, partial_credit=options.partial_credit)
-    return scores
-
-
-def _outcomes(kept, result_file, dataset, options, progress) -> Iterator[Outcome]:
-    model, category = result_file.model, result_file.category
-    for item in kept:
-        yield _outcome(dataset, item, model, category, options)
-        if progress:
-            progress(1)
-
-
-def _prepare_file(result_file, score_dir, dataset, options, progress, report) -> Callable[[], FileScore]:
-    """Read and check a file; the returned function scores its entries and writes the
-    score file (serial runs)."""
-    score = FileScore(result_file.model, result_file.category)
-    try:
-        items, problems = read_result_lines(result_file.path, result_file.category)
-    except OSError as exc:  # one unreadable file must not stop the others
-        return _unreadable(score, result_file, exc, report)
-    order = dataset.ids(result_file.category)
-    kept = _check_items(result_file, items, set(order), problems)
-    missing = _missing(result_file, order, kept, options, problems)
-    for problem in problems:
-        report(problem)
-    score.problems = problems
-    if not kept and not missing:
-        return lambda: score
-    return lambda: _finish_file(score, result_file, score_dir, options, order, missing, report,
-                                _outcomes(kept, result_file, dataset, options, progress))
-
-
-def _unreadable(score: FileScore, result_file: ResultFile, exc: OSError, report) -> Callable[[], FileScore]:
-    message = f"{result_file.path}: cannot be read ({exc.strerror or exc}); file skipped"
-    report(message)
-    score.problems = [message]
-    return lambda: score
-
-
-def _check_items(result_file: ResultFile, items: list[dict], known: set[str], problems: list[str]) -> list[dict]:
-    """The entries to score (those in the dataset); problems of the others, and of
-    malformed results, are appended to ``problems``."""
-    kept = []
-    for item in items:
-        if item["id"] in known:
-            kept.append(item)
-            shape = _malformed(item["result"])
-            if shape is not None:
-                problems.append(f"{result_file.path}: {item['id']}: malformed result: {shape} (the entry fails)")
+    decoders: dict[str, str] = {}
+    written: set[Path] = set()
+    unread = list(files)
+    while unread:
+        group: list[_File] = []
+        size = 0
+        while unread and (not group or size < GROUP_CHARS):
+            group.append(_read(unread.pop(0), options, dataset, decoders))
+            size += group[-1].chars
+        tasks: list[tuple[str, list[str]]] = []
+        for item in group:
+            item.first_task = len(tasks)
+            if item.context is not None:
+                header = item.context.to_text()
+                for start in range(0, len(item.lines), BATCH_LINES):
+                    tasks.append((header, [text for _, text in item.lines[start : start + BATCH_LINES]]))
+            item.task_count = len(tasks) - item.first_task
+        results = pool.map(tasks, progress)
+        while group:  # (what is written is let go at once)
+            item = group.pop(0)
+            batches = results[item.first_task : item.first_task + item.task_count]
+            score = _collect(item, [r for batch in batches for r in batch], score_dir, dataset, options, report, run)
+            for number in range(item.first_task, item.first_task + item.task_count):
+                results[number] = []
+            if score is not None:
+                run.append(score)
+                if score.score_path is not None:
+                    written.add(score.score_path)
+    models = list(dict.fromkeys(result_file.model for result_file in files))
+    if run or run.refused:
+        try:
+            included: list[Path] = []
+            run.csv_path = write_leaderboard_csv(score_dir, dataset, first_models=models,
+                                                 partial_credit=options.partial_credit, report=report,
+                                                 included=included)
+        except (BfclSafeError, OSError) as exc:
+            report(f"{shown_path(score_dir)}: data_multi_turn.csv not written: {_reason(exc)}")
         else:
-            problems.append(f"{result_file.path}: id {_shown(item['id'])} is not in the dataset; skipped")
-    return kept
+            run.foreign_score_files = [path for path in included if path not in written]
+            for path in run.foreign_score_files:
+                report(f"{shown_path(path)}: included in data_multi_turn.csv, not written by this run")
+    return run
 
 
-def _missing(result_file: ResultFile, order: list[str], kept: list, options: Options,
-             problems: list[str]) -> list[str]:
-    present = {item["id"] for item in kept}
-    missing = [] if options.partial else [entry_id for entry_id in order if entry_id not in present]
-    if missing:
-        problems.append(f"{result_file.path}: {len(missing)} entries missing from the file (scored as failed; "
-                        f"--partial scores only the entries present)")
-    return missing
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, BfclSafeError):
+        return str(exc)
+    if isinstance(exc, OSError):
+        return exc.strerror or type(exc).__name__
+    return type(exc).__name__
 
 
-# ------------------------------------------------------------------ with a pool
-
-#: The start of a line as ``json.dumps`` writes a result entry, and its id. The main
-#: process takes the id from here without parsing the line; the process scoring it checks it.
-_LINE_START = re.compile(r'\{"id": "([^"\\]*)", ')
-
-
-@attrs.define
-class _Batch:
-    """A result file read for scoring in several processes: what the main process found
-    in it, and the chunks its kept lines are scored in."""
-
-    result_file: ResultFile
-    options: Options
-    #: Messages about the file's model, reported before the file's problems.
-    notes: list[str]
-    #: Problems of the lines the main process parsed, in line order.
-    problems: list[str] = attrs.Factory(list)
-    #: The lines kept, in id order: (id, entry if parsed here else None, line number, text).
-    entries: list[tuple[str, dict | None, int, str]] = attrs.Factory(list)
-    #: The kept lines to score: (text, id the main process found at its start, or None
-    #: where it parsed the line itself), in id order.
-    lines: list[tuple[str, str | None]] = attrs.Factory(list)
-    #: (first line, number of lines, task number) per chunk of ``lines``.
-    chunks: list[tuple[int, int, int]] = attrs.Factory(list)
-    unreadable: OSError | None = None
-    #: Raised when the file is collected, where a serial run raises it.
-    error: Exception | None = None
-
-
-def _hand_over(result_file: ResultFile, file_options, dataset: Dataset) -> _Batch:
-    """Read a file for scoring in several processes. A line that starts as ``json.dumps``
-    writes an entry of this category, with an id met for the first time and in the
-    dataset, is not parsed here: the process scoring it parses it and checks it is what
-    it seems. Any other line is read here exactly as a serial run reads it."""
-    notes: list[str] = []
-    batch = _Batch(result_file, Options(), notes)
+def _read(result_file: ResultFile, options: Options, dataset: Dataset, decoders: dict[str, str]) -> _File:
+    """Read a file's lines (not parsed: that is the scoring's job) and settle its decoder."""
+    item = _File(result_file)
+    decoder = options.decoder
+    if decoder is None:
+        if result_file.model not in decoders:
+            decoders[result_file.model] = decoder_for_model(result_file.model, dataset, item.notes.append)
+        decoder = decoders[result_file.model]
     try:
-        batch.options = file_options(result_file, notes.append)
-        known = set(dataset.ids(result_file.category))
-        try:
-            batch.entries = list(_scan(result_file, known, batch.problems))
-        except OSError as exc:
-            batch.unreadable = exc
-            return batch
-    except Exception as exc:  # noqa: BLE001 - raised when the file is collected
-        batch.error = exc
-        return batch
-    batch.entries.sort(key=lambda entry: _id_order(entry[0]))
-    batch.lines = [(text, entry_id if item is None else None)
-                   for entry_id, item, _, text in batch.entries if entry_id in known]
-    return batch
-
-
-#: Lines of at most about this many characters are read and scored at a time with
-#: ``--jobs`` (then written, before the next files are read): memory stays bounded
-#: however many files there are.
-GROUP_CHARS = 16 << 20
-
-
-def _line_chars(batch: _Batch) -> int:
-    return sum(len(text) for text, _ in batch.lines)
-
-
-def _score_batches(dataset: Dataset, batches: list[_Batch], jobs: int, progress) -> dict[int, list | None]:
-    """Score the lines of every batch in ``jobs`` processes (this one and forked
-    children): results of :func:`_score_lines` by task number (see ``_Batch.chunks``);
-    a task missing from the result or None there (its process failed) is scored again by
-    ``_collect``.
-
-    Chunks are taken from a shared queue, largest first (at most 25 lines), then smaller
-    towards the end so that the processes finish together."""
-    remaining = sum(len(batch.lines) for batch in batches)
-    smallest = max(2, -(-remaining // (MAX_TASKS // 2)))
-    tasks: list[tuple[_Batch, int, int]] = []
-    for batch in batches:
-        start = 0
-        while start < len(batch.lines):
-            size = max(smallest, min(max(25, smallest), remaining // (jobs * 3)))
-            count = min(size, len(batch.lines) - start)
-            batch.chunks.append((start, count, len(tasks)))
-            tasks.append((batch, start, count))
-            start += count
-            remaining -= count
-
-    def inputs(task: int) -> list[str]:
-        batch, start, count = tasks[task]
-        return [text for text, _ in batch.lines[start : start + count]]
-
-    def work(task: int) -> tuple[int, list, list]:
-        batch, start, count = tasks[task]
-        result_file = batch.result_file
-        logs: list[tuple[int, int] | None] = []
-        scored = _score_lines(dataset, batch.lines[start : start + count], result_file.model, result_file.category,
-                              batch.options, logs)
-        return task, scored, logs
-
-    counted: set[int] = set()
-
-    def done(task: int) -> None:
-        counted.add(task)
-        if progress:
-            progress(tasks[task][2])
-
-    results: dict[int, list | None] = {}
-    for first in range(0, len(tasks), MAX_TASKS):  # (more files than chunks fit in one queue)
-        group = range(first, min(first + MAX_TASKS, len(tasks)))
-        shared = share_out(len(group), jobs, lambda task: work(group[task]),
-                           lambda result: _encode_scored(*result, inputs(result[0])),
-                           lambda text: _decode_scored(text, inputs), lambda task: done(group[task]))
-        results.update((task, scored) for task, scored, _ in shared.values())
-    # A task whose results were lost after its process counted it: None (it is not counted again).
-    results.update((task, None) for task in counted if task not in results)
-    return results
-
-
-#: A model's log at least this long is not sent back by a child: its failure record's
-#: line is sent without it, and put together again from the result line, which the main
-#: process has too.
-_LEFT_OUT = 256
-
-
-def _encode_scored(task: int, scored: list[tuple[str | None, Outcome] | None],
-                   logs: list[tuple[int, int] | None], inputs: list[str]) -> str:
-    """:func:`_score_lines`'s result for one task as text: a JSON header (the task, then
-    one item per line: null, or shape, id, error type, error message, internal, length
-    of the score-file line or -1, and where the model's log was cut out of it or -1),
-    its length first, then the score-file lines one after the other.
-
-    A failure record copies the result line's ``inference_log`` text (most of its
-    bytes); it is cut out of the score-file line, to be put back by
-    :func:`_decode_scored` from the main process's own copy of the result line."""
-    header: list = [task]
-    lines = []
-    for item, log, text in zip(scored, logs, inputs):
-        if item is None:
-            header.append(None)
-            continue
-        shape, outcome = item
-        line = outcome.line
-        cut = -1
-        if line is not None and log is not None and log[1] - log[0] >= _LEFT_OUT:
-            cut = line.find(text[log[0] : log[1]])
-            if cut >= 0:
-                line = line[:cut] + line[cut + log[1] - log[0] :]
-        header.append([shape, outcome.id, outcome.error_type, outcome.error_message, outcome.internal,
-                       -1 if line is None else len(line), cut, *(log if cut >= 0 else (0, 0))])
-        if line is not None:
-            lines.append(line)
-    encoded = json.dumps(header)
-    return f"{len(encoded)}\n{encoded}{''.join(lines)}"
-
-
-def _decode_scored(text: str, inputs: Callable[[int], list[str]]) -> tuple[int, list, None]:
-    newline = text.index("\n")
-    end = newline + 1 + int(text[:newline])
-    position = end
-    task, *items = json.loads(text[newline + 1 : end])
-    out: list[tuple[str | None, Outcome] | None] = []
-    for item, original in zip(items, inputs(task), strict=True):
-        if item is None:
-            out.append(None)
-            continue
-        shape, entry_id, error_type, error_message, internal, length, cut, log_start, log_end = item
-        line = None
-        if length >= 0:
-            line = text[position : position + length]
-            position += length
-            if cut >= 0:
-                line = f"{line[:cut]}{original[log_start:log_end]}{line[cut:]}"
-        out.append((shape, Outcome(entry_id, error_type, error_message, line, internal)))
-    if position != len(text):
-        raise ValueError("scored chunk: text left over")
-    return task, out, None
-
-
-def _scan(result_file: ResultFile, known: set[str], problems: list[str]) -> Iterator[tuple]:
-    path, category = result_file.path, result_file.category
-    seen: set[str] = set()
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        for number, line in enumerate(handle, 1):
-            if line.isspace():
-                continue
-            start = _LINE_START.match(line)
-            if start is not None:
-                entry_id = start.group(1)
-                match = _ID.match(entry_id)
-                if match is not None and match.group(1) == category and entry_id not in seen and entry_id in known:
-                    seen.add(entry_id)
-                    yield entry_id, None, number, line
-                    continue
-            try:
-                item = loads_result_line(line)
-            except (ValueError, RecursionError) as exc:
-                item = exc
-            item = _checked(item, f"{path}:{number}", category, seen, problems)
-            if item is not None:
-                yield item["id"], item, number, line
-
-
-def _collect(batch: _Batch, scored: dict[int, list | None], score_dir: Path, dataset: Dataset, progress,
-             report) -> FileScore:
-    """Report a scored file's notes and problems, then write its score file (reporting
-    its internal errors), as a serial run does at that file; raise what a serial run
-    raises there."""
-    for note in batch.notes:
-        report(note)
-    if batch.error is not None:
-        raise batch.error
-    result_file, options = batch.result_file, batch.options
-    score = FileScore(result_file.model, result_file.category)
-    if batch.unreadable is not None:
-        _unreadable(score, result_file, batch.unreadable, report)
-        return score
-    results: list = []
-    for _, count, task in batch.chunks:
-        chunk = scored.get(task)
-        if chunk is not None:
-            results.extend(chunk)
-        else:  # its process failed: the file is read again and these entries scored here
-            results.extend([None] * count)
-            if progress and task not in scored:  # (None: counted when it was scored)
-                progress(count)
-    order = dataset.ids(result_file.category)
-    if None not in results:
-        problems = batch.problems
-        known = set(order)
-        kept = []
-        for entry_id, item, _, _ in batch.entries:
-            if entry_id in known:
-                kept.append({"id": entry_id})
-                shape = results[len(kept) - 1][0]
-                if shape is not None:
-                    problems.append(f"{result_file.path}: {entry_id}: malformed result: {shape} (the entry fails)")
+        for line in read_lines(result_file.path):
+            if line.text is None:
+                item.problems.append((line.number, f"longer than {MAX_RESULT_LINE_CHARS:,} characters; line skipped"))
             else:
-                problems.append(f"{result_file.path}: id {_shown(entry_id)} is not in the dataset; skipped")
-        outcomes = [outcome for _, outcome in results]
-    else:  # some line is not what it seemed: read the file as a serial run does
-        numbers: dict[str, int] = {}
-        try:
-            items, problems = read_result_lines(result_file.path, result_file.category, {}, numbers)
-        except OSError as exc:
-            _unreadable(score, result_file, exc, report)
-            return score
-        known = set(order)
-        kept = _check_items(result_file, items, known, problems)
-        lines_scored = {number: result[1] for (_, _, number, _), result in
-                        zip((entry for entry in batch.entries if entry[0] in known), results) if result is not None}
-        outcomes = _rescored(kept, numbers, lines_scored, result_file, dataset, options)
-    missing = _missing(result_file, order, kept, options, problems)
-    for problem in problems:
-        report(problem)
-    score.problems = problems
-    if kept or missing:
-        _finish_file(score, result_file, score_dir, options, order, missing, report, outcomes)
+                item.lines.append((line.number, line.text))
+    except (UnreadableFile, OSError, UnicodeError) as exc:
+        item.lines = []
+        item.unreadable = str(exc) if isinstance(exc, UnreadableFile) else \
+            f"{shown_path(result_file.path)}: cannot be read ({_reason(exc)}); file skipped"
+        return item
+    item.context = Context(result_file.model, result_file.category, decoder, options.strict_irrelevance,
+                           options.check_order)
+    return item
+
+
+def _collect(item: _File, results: list, score_dir: Path, dataset: Dataset, options: Options,
+             report: Callable[[str], None], run: ScoreRun) -> FileScore | None:
+    """Report a scored file's notes and problems, then write its score file (reporting
+    its entries' notes) — or refuse it when entries are missing."""
+    result_file = item.result_file
+    path = shown_path(result_file.path)
+    for note in item.notes:
+        report(note)
+    score = FileScore(result_file.model, result_file.category, path=result_file.path)
+    if item.unreadable is not None:
+        report(item.unreadable)
+        score.problems = [item.unreadable]
+        return score
+    # Line problems in line order; then the kept entries (first occurrence of an id).
+    problems: list[tuple[int, str]] = list(item.problems)
+    kept: dict[str, LineResult] = {}
+    for (number, text), result in zip(item.lines, results, strict=True):
+        if isinstance(result, Lost):
+            line_result = lost_result(text, item.context, result.reason)
+        else:
+            line_result = LineResult.from_text(result)
+        if line_result.kind == SKIPPED:
+            problems.append((number, line_result.message))
+        elif line_result.id in kept:
+            problems.append((number, f"duplicate id {shown(line_result.id)}; the first occurrence is scored"))
+        else:
+            kept[line_result.id] = line_result
+    problems.sort(key=lambda pair: pair[0])
+    messages = [f"{path}:{number}: {message}" for number, message in problems]
+    outcomes = []
+    for entry_id in sorted(kept, key=id_order):
+        line_result = kept[entry_id]
+        if line_result.kind == UNKNOWN:
+            messages.append(f"{path}: id {shown(entry_id)} is not in the dataset; skipped")
+            continue
+        if line_result.shape is not None:
+            messages.append(f"{path}: {entry_id}: malformed result: {line_result.shape} (the entry fails)")
+        outcomes.append(line_result)
+    order = dataset.ids(result_file.category)
+    present = {outcome.id for outcome in outcomes}
+    missing = [entry_id for entry_id in order if entry_id not in present]
+    refused = bool(missing) and not options.partial
+    if refused:
+        messages.append(f"{path}: {len(missing)} of {len(order)} entries missing (e.g. {missing[0]}); file not "
+                        f"scored: pass --partial-eval to score only the entries present")
+    for message in messages:
+        report(message)
+    score.problems = messages
+    score.missing = len(missing)
+    if refused:
+        score.refused = True
+        run.refused.append(score)
+        return score
+    if not outcomes:
+        return score
+    try:
+        _write(score, result_file, score_dir, outcomes, report, run)
+    except (BfclSafeError, OSError) as exc:
+        message = f"{path}: score file not written: {_reason(exc)}"
+        report(message)
+        run.unwritten.append(message)
+        score.score_path = None
     return score
 
 
-def _rescored(kept, numbers, scored, result_file, dataset, options) -> Iterator[Outcome]:
-    """Outcomes of ``kept``: the one already scored for the same line, if any, else
-    scored here."""
-    for item in kept:
-        outcome = scored.get(numbers[item["id"]])
-        yield outcome if outcome is not None else _outcome(dataset, item, result_file.model,
-                                                           result_file.category, options)
-
-
-def _finish_file(score, result_file, score_dir, options, order, missing, report, outcomes) -> FileScore:
-    # Failed entries go to disk as they come, in id order (missing ones in their place).
+def _write(score: FileScore, result_file: ResultFile, score_dir: Path, outcomes: list[LineResult],
+           report: Callable[[str], None], run: ScoreRun) -> None:
     writer = ScoreFileWriter(score_dir, result_file.model, result_file.category)
-    missing_ids = iter(missing)
-    next_missing = next(missing_ids, None)
-    index = {entry_id: position for position, entry_id in enumerate(order)}
-
-    def flush_missing(before: int | None) -> None:
-        nonlocal next_missing
-        while next_missing is not None and (before is None or index[next_missing] < before):
-            record = _failure_record(next_missing, result_file.model, result_file.category,
-                                     "Entry missing from the result file.")
-            writer.add(dumps_line(record))
-            score.failures.append(record)
-            next_missing = next(missing_ids, None)
-
     try:
         for outcome in outcomes:
-            flush_missing(index[outcome.id])
             if outcome.valid:
                 score.correct += 1
                 continue
-            if outcome.internal:
-                report(f"{result_file.path}: {outcome.id}: {outcome.error_message[0]}")
+            if outcome.note is not None:
+                report(f"{shown_path(result_file.path)}: {outcome.id}: {outcome.note}")
+            if outcome.error_type in (RESOURCE_LIMIT, INTERNAL_ERROR):
+                run.failed_entries.append((result_file.path, outcome.id, outcome.error_type))
             writer.add(outcome.line)
             score.failures.append({"id": outcome.id, "error": {"error_type": outcome.error_type,
                                                                "error_message": outcome.error_message}})
-        flush_missing(None)
     except BaseException:
         writer.abort()
         raise
     score.total = score.correct + len(score.failures)
     score.score_path = writer.finish(score.correct, score.total)
-    return score
+

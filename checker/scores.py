@@ -21,7 +21,17 @@ CSV (``SCORE/data_multi_turn.csv``), as ``update_leaderboard_table_with_local_sc
   mean of the four accuracies (summed in column order, divided by 4);
 - numbers are ``"{:.2f}%".format(x * 100)``; rows sorted by the overall, descending,
   stably (ties keep table order); rank is 1-based;
-- cells joined by ``,`` without quoting, lines by ``\\n``, no newline after the last.
+- cells joined by ``,``, lines by ``\\n``, no newline after the last; a cell holding a
+  comma, quote or line break (a hostile model folder name) is quoted as the ``csv``
+  module quotes it, so no value adds rows or columns (the reference joins without
+  quoting; on every other value the bytes are the same).
+
+Writing never follows a symlink out of the score dir: the folders below it are opened
+one component at a time with ``O_NOFOLLOW`` (a symlink there is refused with
+:class:`UnsafePath`), files are written to a temporary file in the target folder and
+renamed over the target (which replaces a symlink there instead of following it).
+Score files read back for the CSV are validated: one that is not a regular file, not
+readable or whose summary is not BFCL's is reported and skipped.
 """
 
 from __future__ import annotations
@@ -31,15 +41,18 @@ from bfcl_safe.interp.errors import BfclSafeError
 import json
 import json.decoder
 import json.scanner
+import math
 import os
-import shutil
 import re
+import shutil
+import stat
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from bfcl_safe.interp.results import encode_with_stored
 
 from bfcl_safe.checker.contract import MULTI_TURN_CATEGORIES, MULTI_TURN_GROUP, VERSION_PREFIX
+from bfcl_safe.interp.limits import MAX_SCORE_SUMMARY_CHARS
 CSV_NAME = "data_multi_turn.csv"
 
 #: The CSV header (the reference's ``COLUMNS_MULTI_TURN``).
@@ -59,6 +72,84 @@ _PLAIN = (str, int, float, bool, type(None))
 
 class ScoreFileError(BfclSafeError, ValueError):
     """A score file cannot be read; the message names the file and the problem."""
+
+
+class UnsafePath(BfclSafeError, OSError):
+    """A path under the score dir that is not written through: ``path``, and ``reason``
+    (a symlink, or not a folder)."""
+
+    def __init__(self, path: Path, reason: str):
+        self.path = path
+        self.reason = reason
+        super().__init__(f"{_shown_path(path)}: {reason}; not written through")
+
+
+def _shown_path(path: Any) -> str:
+    text = os.fsdecode(path) if isinstance(path, (bytes, os.PathLike)) else str(path)
+    text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return re.sub(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]", lambda m: m.group().encode("unicode_escape").decode(), text)
+
+
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def open_folder(root: str | os.PathLike, parts: Sequence[str] = ()) -> int:
+    """A descriptor of ``root/parts...``, made where missing; every component below
+    ``root`` is opened with ``O_NOFOLLOW``: a symlink (or a non-folder) there raises
+    :class:`UnsafePath`. ``root`` itself is the user's choice and may be a symlink."""
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    fd = os.open(root, _DIR_FLAGS)
+    path = root
+    try:
+        for part in parts:
+            path = path / part
+            try:
+                os.mkdir(part, 0o777, dir_fd=fd)
+            except FileExistsError:
+                pass
+            try:
+                inner = os.open(part, _DIR_FLAGS | _NOFOLLOW, dir_fd=fd)
+            except OSError as exc:
+                try:
+                    mode = os.stat(part, dir_fd=fd, follow_symlinks=False).st_mode
+                except OSError:
+                    raise exc from None
+                raise UnsafePath(path, "a symlink" if stat.S_ISLNK(mode) else "not a folder") from None
+            os.close(fd)
+            fd = inner
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _create(name: str, dir_fd: int, errors: str = "backslashreplace") -> io.TextIOWrapper:
+    """A new file ``name`` in the folder ``dir_fd`` (never an existing one, never through a symlink)."""
+    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o666,
+                 dir_fd=dir_fd)
+    return open(fd, "w", encoding="utf-8", errors=errors, newline="\n")
+
+
+def _unlink(name: str, dir_fd: int) -> None:
+    try:
+        os.unlink(name, dir_fd=dir_fd)
+    except FileNotFoundError:
+        pass
+
+
+def _replace_file(name: str, dir_fd: int, write: Callable[[Any], None]) -> None:
+    """Write a file atomically in the folder ``dir_fd``: a temporary file, then renamed
+    over ``name`` (a symlink at ``name`` is replaced, not followed; a folder there fails)."""
+    temporary = f".{name}.tmp-{os.getpid()}"
+    _unlink(temporary, dir_fd)
+    try:
+        with _create(temporary, dir_fd) as handle:
+            write(handle)
+        os.replace(temporary, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    finally:
+        _unlink(temporary, dir_fd)
 
 
 # --------------------------------------------------------------------------- JSON lines
@@ -225,20 +316,18 @@ def _dumps_record(entry: Any) -> str:
 
 
 def _write_text(path: Path, text: str) -> None:
-    """Write UTF-8 text with ``\\n`` line ends, atomically (temp file + rename).
+    """Write UTF-8 text with ``\\n`` line ends, atomically (temp file + rename), never
+    through a symlink at ``path``.
 
     Lone surrogates (possible in model text decoded from JSON escapes) cannot be
     encoded in UTF-8; the reference crashes on them. We write them as ``\\udXXX``,
     which inside a JSON string is the same escape JSON decodes back to the same text.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    fd = open_folder(path.parent)
     try:
-        with open(temporary, "w", encoding="utf-8", errors="backslashreplace", newline="\n") as handle:
-            handle.write(text)
-        os.replace(temporary, path)
+        _replace_file(path.name, fd, lambda handle: handle.write(text))
     finally:
-        temporary.unlink(missing_ok=True)
+        os.close(fd)
 
 
 # --------------------------------------------------------------------------- score files
@@ -293,8 +382,8 @@ class ScoreFileWriter:
 
     def __init__(self, score_dir: str | os.PathLike, model_name: str, category: str):
         self.path = score_file_path(score_dir, model_name, category)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._body_path = self.path.with_name(f".{self.path.name}.body-{os.getpid()}")
+        self._dir = open_folder(score_dir, (model_name, MULTI_TURN_GROUP))
+        self._body_name = f".{self.path.name}.body-{os.getpid()}"
         self._lines: list[str] = []
         self._buffered = 0
         self._body = None
@@ -306,35 +395,43 @@ class ScoreFileWriter:
         self._lines.append(line)
         self._buffered += len(line) + 1
         if self._buffered > self.BUFFER_CHARS:
-            self._body = open(self._body_path, "w", encoding="utf-8", errors="backslashreplace", newline="\n")
+            _unlink(self._body_name, self._dir)
+            self._body = _create(self._body_name, self._dir)
             _write_lines(self._body, self._lines)
             self._lines = []
 
     def finish(self, correct_count: int, total_count: int) -> Path:
         header = {"accuracy": correct_count / total_count, "correct_count": correct_count, "total_count": total_count}
-        temporary = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}")
-        try:
+
+        def write(out: Any) -> None:
             if self._body is None:
-                with open(temporary, "w", encoding="utf-8", errors="backslashreplace", newline="\n") as out:
-                    _write_lines(out, [dumps_line(header), *self._lines])
+                _write_lines(out, [dumps_line(header), *self._lines])
             else:
                 self._body.close()
-                with open(temporary, "w", encoding="utf-8", newline="\n") as out, \
-                        open(self._body_path, encoding="utf-8") as body:
+                body_fd = os.open(self._body_name, os.O_RDONLY | _NOFOLLOW, dir_fd=self._dir)
+                with open(body_fd, encoding="utf-8") as body:
                     out.write(dumps_line(header) + "\n")
                     shutil.copyfileobj(body, out, 1 << 20)
-            os.replace(temporary, self.path)
+
+        try:
+            _replace_file(self.path.name, self._dir, write)
         finally:
-            temporary.unlink(missing_ok=True)
-            self._body_path.unlink(missing_ok=True)
-            self._lines = []
+            self.abort()
         return self.path
 
     def abort(self) -> None:
         if self._body is not None:
             self._body.close()
-        self._body_path.unlink(missing_ok=True)
+            self._body = None
+        if self._dir >= 0:
+            _unlink(self._body_name, self._dir)
+            os.close(self._dir)
+            self._dir = -1
         self._lines = []
+
+    def __del__(self) -> None:
+        if getattr(self, "_dir", -1) >= 0:
+            os.close(self._dir)
 
 
 def _write_lines(handle: Any, lines: Iterable[str]) -> None:
@@ -375,19 +472,81 @@ def read_score_file(path: str | os.PathLike) -> tuple[dict, dict[str, dict]]:
 
 
 def read_score_summary(path: str | os.PathLike) -> dict:
-    """The first line of a score file (the only line the leaderboard uses)."""
+    """The first line of a score file (the only line the leaderboard uses), validated:
+    a regular file whose first line is a JSON object with a finite ``accuracy`` in [0, 1]
+    (and integer counts, where present). Raises :class:`ScoreFileError`."""
     path = Path(path)
     try:
-        with open(path, encoding="utf-8") as handle:
-            first = handle.readline()
+        mode = os.stat(path).st_mode
+        if not stat.S_ISREG(mode):
+            raise ScoreFileError(f"{_shown_path(path)}: not a regular file")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        with open(fd, encoding="utf-8") as handle:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise ScoreFileError(f"{_shown_path(path)}: not a regular file")
+            first = handle.readline(MAX_SCORE_SUMMARY_CHARS + 1)
+        if len(first) > MAX_SCORE_SUMMARY_CHARS:
+            raise ScoreFileError(f"{_shown_path(path)}: the first line is longer than {MAX_SCORE_SUMMARY_CHARS:,} "
+                                 f"characters")
         summary = json.loads(first)
     except (OSError, UnicodeDecodeError) as exc:
-        raise ScoreFileError(f"{path}: cannot read it ({type(exc).__name__}: {exc})") from None
-    except json.JSONDecodeError as exc:
-        raise ScoreFileError(f"{path}: the first line is not JSON ({exc.msg})") from None
-    if not isinstance(summary, dict) or not isinstance(summary.get("accuracy"), (int, float)):
-        raise ScoreFileError(f"{path}: the first line has no numeric 'accuracy'")
+        raise ScoreFileError(f"{_shown_path(path)}: cannot read it ({type(exc).__name__})") from None
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise ScoreFileError(f"{_shown_path(path)}: the first line is not JSON") from None
+    accuracy = summary.get("accuracy") if isinstance(summary, dict) else None
+    if type(accuracy) not in (int, float) or not math.isfinite(accuracy) or not 0 <= accuracy <= 1:
+        raise ScoreFileError(f"{_shown_path(path)}: the first line has no 'accuracy' between 0 and 1")
+    for key in ("correct_count", "total_count"):
+        if key in summary and type(summary[key]) is not int:
+            raise ScoreFileError(f"{_shown_path(path)}: {key!r} in the first line is not an integer")
     return summary
+
+
+def score_files(score_dir: str | os.PathLike,
+                report: Callable[[str], None] | None = None) -> Iterable[tuple[str, str, Path]]:
+    """``(model folder, category, path)`` of the score files under ``score_dir``, in the
+    reference's walk order (``iterdir()``, then every ``BFCL_v4_*_score.json`` below each
+    folder). The walk is iterative and bounded and does not follow symlinked folders; a
+    name the reference could not take a category from is skipped (it would raise)."""
+    from bfcl_safe.interp.limits import MAX_WALK_DEPTH, MAX_WALK_ENTRIES
+
+    root = Path(score_dir)
+    if not root.is_dir():
+        return
+    budget = MAX_WALK_ENTRIES
+    for subdir in [entry for entry in root.iterdir() if entry.is_dir() and not entry.is_symlink()]:
+        stack = [(subdir, 0)]
+        found = []
+        while stack:
+            folder, depth = stack.pop()
+            try:
+                with os.scandir(folder) as listing:
+                    entries = sorted(listing, key=lambda e: e.name)
+            except OSError:
+                continue
+            budget -= len(entries)
+            if budget < 0:
+                if report:
+                    report(f"{_shown_path(root)}: more than {MAX_WALK_ENTRIES:,} entries; score files beyond them "
+                           f"are not read")
+                return
+            for entry in reversed(entries):
+                try:
+                    is_dir = entry.is_dir(follow_symlinks=False)
+                except OSError:
+                    is_dir = False
+                if is_dir and depth < MAX_WALK_DEPTH:
+                    stack.append((Path(entry.path), depth + 1))
+            found += [Path(e.path) for e in entries if fnmatch_score(e.name)]
+        for path in found:
+            category = category_of_score_file(path)
+            if category is not None:
+                yield subdir.name, category, path
+
+
+def fnmatch_score(name: str) -> bool:
+    """Whether a file name matches :data:`SCORE_GLOB`."""
+    return name.startswith(f"{VERSION_PREFIX}_") and name.endswith("_score.json")
 
 
 # --------------------------------------------------------------------------- leaderboard
@@ -400,27 +559,32 @@ def category_of_score_file(path: str | os.PathLike) -> str | None:
 
 
 def collect_scores(
-    score_dir: str | os.PathLike, first_models: Iterable[str] = ()
+    score_dir: str | os.PathLike, first_models: Iterable[str] = (),
+    report: Callable[[str], None] | None = None, included: list[Path] | None = None,
 ) -> dict[str, dict[str, dict]]:
     """``{model folder: {category: summary}}`` from every score file under ``score_dir``.
 
     Order is the reference's leaderboard-table order: ``first_models`` (the models
     scored in this run, in result-folder listing order) first, then the other model
     folders in directory listing order. Within a model a later file of the same
-    category wins, as in the reference's ``rglob`` walk.
+    category wins, as in the reference's ``rglob`` walk. A file whose summary is not
+    valid is reported (``report``) and skipped (the reference crashes); ``included``
+    receives the paths used.
     """
-    root = Path(score_dir)
     table: dict[str, dict[str, dict]] = {name: {} for name in first_models}
-    if not root.is_dir():
-        return {name: cats for name, cats in table.items() if cats}
-    # Same walk as the reference: iterdir(), then rglob() inside each folder.
-    for subdir in [entry for entry in root.iterdir() if entry.is_dir()]:
-        for score_file in subdir.rglob(SCORE_GLOB):
-            category = category_of_score_file(score_file)
-            if category is None:  # the reference raises here; we skip the stray file
-                continue
-            summary = read_score_summary(score_file)
-            table.setdefault(subdir.name, {})[category] = summary
+    used: dict[tuple[str, str], Path] = {}
+    for model, category, path in score_files(score_dir, report):
+        try:
+            summary = read_score_summary(path)
+        except ScoreFileError as exc:
+            if report is None:
+                raise
+            report(f"{exc}; not included in data_multi_turn.csv")
+            continue
+        table.setdefault(model, {})[category] = summary
+        used[(model, category)] = path
+    if included is not None:
+        included.extend(used.values())
     return {name: cats for name, cats in table.items() if cats}
 
 
@@ -495,21 +659,33 @@ def collect_turn_accuracy(
     """``{model folder: per-turn accuracy cell}``: the plain mean over the four categories,
     a missing category counting 0 (like the official overall); ``N/A`` when a score file
     has no per-turn data. Same walk as :func:`collect_scores`."""
-    root = Path(score_dir)
     per_model: dict[str, dict[str, float | None]] = {}
-    if not root.is_dir():
-        return {}
-    for subdir in [entry for entry in root.iterdir() if entry.is_dir()]:
-        for score_file in subdir.rglob(SCORE_GLOB):
-            category = category_of_score_file(score_file)
-            if category is None:
-                continue
-            per_model.setdefault(subdir.name, {})[category] = turn_accuracy(score_file, turn_count)
+    for model, category, score_file in score_files(score_dir):
+        try:
+            per_model.setdefault(model, {})[category] = turn_accuracy(score_file, turn_count)
+        except ScoreFileError:
+            continue  # (reported, and left out, by collect_scores)
     cells: dict[str, str | float] = {}
     for model, categories in per_model.items():
         values = [categories.get(category, 0.0) for category in CSV_CATEGORIES]
         cells[model] = NOT_AVAILABLE if None in values else sum(values) / len(CSV_CATEGORIES)
     return cells
+
+
+def csv_text(rows: Iterable[Sequence[str]]) -> str:
+    """Rows as CSV text: ``,`` between cells, ``\\n`` between rows, none after the last;
+    a cell is quoted only if it holds a comma, a quote or a line break (so the plain
+    cells of real data give the reference's bytes, and no value adds a row or column)."""
+    return "\n".join(",".join(map(_csv_cell, row)) for row in rows)
+
+
+_CSV_SPECIAL = re.compile(r'[,"\r\n]')
+
+
+def _csv_cell(cell: str) -> str:
+    # As csv.writer's QUOTE_MINIMAL, except that a lone "\r" is quoted too (csv quotes
+    # only the characters of its line terminator).
+    return f'"{cell.replace(chr(34), chr(34) * 2)}"' if _CSV_SPECIAL.search(cell) else cell
 
 
 def write_leaderboard_csv(
@@ -519,6 +695,8 @@ def write_leaderboard_csv(
     display_names: Mapping[str, str] | None = None,
     first_models: Iterable[str] = (),
     partial_credit: bool = False,
+    report: Callable[[str], None] | None = None,
+    included: list[Path] | None = None,
 ) -> Path:
     """Write ``SCORE/data_multi_turn.csv`` from the score files present under ``score_dir``.
 
@@ -528,6 +706,9 @@ def write_leaderboard_csv(
 
     ``partial_credit`` appends the non-official :data:`TURN_ACCURACY_COLUMN` (turn counts
     from ``dataset``); the official columns, values and row order stay as they are.
+
+    With ``report``, score files that are not valid are reported and left out (else
+    :class:`ScoreFileError`); ``included`` receives the score files the CSV was made from.
     """
     overrides = dict(display_names or {})
 
@@ -552,8 +733,8 @@ def write_leaderboard_csv(
                 return None
 
         extra = collect_turn_accuracy(score_dir, turn_count)
-    rows = leaderboard_rows(collect_scores(score_dir, first_models), display_name, extra)
-    text = "\n".join(",".join(row) for row in [columns, *rows])
+    rows = leaderboard_rows(collect_scores(score_dir, first_models, report, included), display_name, extra)
+    text = csv_text([columns, *rows])
     path = Path(score_dir) / CSV_NAME
     _write_text(path, text)
     return path
