@@ -7,8 +7,9 @@ import json
 import pytest
 from hypothesis import given, strategies as st
 
-from bfcl_safe.checker.decode_cst import prompting_calls as libcst_prompting_calls
-from bfcl_safe.checker.decoders import DecodeError, _fast_calls, _OutsideFastSubset
+from bfcl_safe.checker.decoders.prompting_cst import prompting_calls as libcst_prompting_calls
+from bfcl_safe.checker.decoders import DecodeError
+from bfcl_safe.checker.decoders.prompting import OutsideFastSubset as _OutsideFastSubset, fast_calls as _fast_calls
 from bfcl_safe.interp.cst_front import parse_with_libcst
 from bfcl_safe.interp.errors import RejectedInput
 from bfcl_safe.interp.fastparse import _flat_tree, _token_tree, parse_tree

@@ -28,10 +28,9 @@ from unittest import mock
 import pytest
 from hypothesis import given, strategies as st
 
-from bfcl_safe.checker import decoders as checker_decoders
+from bfcl_safe.checker.decoders import prompting as checker_prompting
 from bfcl_safe.checker.decoders import DECODERS, DecodeError, decode_step
-from bfcl_safe.checker.handler_decoders import HANDLER_DECODERS as OUR_HANDLER_DECODERS
-from bfcl_safe.checker.model_decoders import HANDLER_DECODERS, INHERITED_FROM, decoder_for_handler, decoder_for_model
+from bfcl_safe.checker.decoders.models import DECODER_OF_HANDLER as HANDLER_DECODERS, INHERITED_FROM, decoder_for_handler, decoder_for_model
 from bfcl_safe.interp.callspec import CallSpec
 from bfcl_safe.interp.errors import RejectedInput
 from bfcl_safe.interp.text import parse_call
@@ -210,7 +209,7 @@ def _same_call(ours: Any, text: str) -> bool:
     return isinstance(ours, CallSpec) and ours == theirs
 
 
-#: Decoders built on the shared prompting decoder (``checker.decoders``).
+#: Decoders built on the shared prompting decoder (``checker.decoders.prompting``).
 PROMPTING_FAMILY = frozenset({"prompting", "gemini_tool_code", "phi", "nemotron"})
 
 
@@ -220,7 +219,7 @@ def fast_path_gap(decoder: str, step: Any) -> bool:
     issue's files; pinned by ``test_prompting_fast_path_dict_without_comma``."""
     if decoder not in PROMPTING_FAMILY:
         return False
-    with mock.patch.object(checker_decoders, "parse_tree", lambda text: None):
+    with mock.patch.object(checker_prompting, "parse_tree", lambda text: None):
         return our_decode(decoder, step)[1] == FAILED
 
 
@@ -605,7 +604,7 @@ HARMLESS = {
 def test_every_decoder_has_a_step_strategy():
     served = {name for modes in HANDLER_DECODERS.values() for name in modes}
     assert served <= set(DECODERS)
-    assert set(OUR_HANDLER_DECODERS) <= served
+    assert set(DECODERS) - {"auto"} <= served
     assert served <= set(STEPS)
 
 

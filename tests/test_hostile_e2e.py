@@ -329,13 +329,13 @@ def test_the_too_deep_line_is_reported(runs: dict, jobs: int) -> None:
 
 
 def test_security_md_lists_every_limit_with_its_value() -> None:
-    from bfcl_safe.checker import decode_cst
+    from bfcl_safe.checker.decoders import prompting_cst
     from bfcl_safe.interp import limits
 
     text = (ROOT / "SECURITY.md").read_text(encoding="utf-8")
     rows = {line.split("|")[1].strip(): line for line in text.splitlines() if line.startswith("| ")}
     values = {name: getattr(limits, name) for name in dir(limits) if name.isupper()}
-    values["_MAX_ARITHMETIC_SIZE"] = decode_cst._MAX_ARITHMETIC_SIZE
+    values["MAX_ARITHMETIC_SIZE"] = prompting_cst.MAX_ARITHMETIC_SIZE
     for name, value in values.items():
         row = next((line for key, line in rows.items() if f"`{name}`" in key or f"`{name}`" in line), None)
         assert row is not None, f"SECURITY.md has no row for {name}"

@@ -13,7 +13,7 @@ from typing import Callable
 from bfcl_safe.checker.dataset import Dataset
 
 #: Handler class defining ``decode_execute`` -> (decoder for FC models, decoder for prompting models).
-HANDLER_DECODERS: dict[str, tuple[str, str]] = {
+DECODER_OF_HANDLER: dict[str, tuple[str, str]] = {
     # Both modes, chosen by ``is_fc_model``.
     "ClaudeHandler": ("fc", "prompting"),
     "MistralHandler": ("fc", "prompting"),
@@ -47,7 +47,7 @@ HANDLER_DECODERS: dict[str, tuple[str, str]] = {
     "LlamaHandler_3_1": ("llama_python_tag", "llama_python_tag"),
     "MiniCPMFCHandler": ("minicpm", "minicpm"),
     "FunctionGemmaHandler": ("functiongemma", "functiongemma"),
-    # Every step fails to decode in the reference (see checker.handler_decoders).
+    # Every step fails to decode in the reference (see checker.decoders.fc).
     "GorillaHandler": ("undecodable", "undecodable"),
     "NexusHandler": ("undecodable", "undecodable"),
     "BaseHandler": ("undecodable", "undecodable"),
@@ -72,7 +72,7 @@ INHERITED_FROM: dict[str, str] = {
 
 def decoder_for_handler(handler: str | None, is_fc_model: bool) -> str | None:
     """Our decoder for a handler class name and mode, or None for a class we do not know."""
-    pair = HANDLER_DECODERS.get(INHERITED_FROM.get(handler, handler)) if handler else None
+    pair = DECODER_OF_HANDLER.get(INHERITED_FROM.get(handler, handler)) if handler else None
     if pair is None:
         return None
     return pair[0] if is_fc_model else pair[1]

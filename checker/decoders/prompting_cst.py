@@ -1,7 +1,10 @@
 """The prompting decoder's libcst half: used when a step is outside the fast subset.
 
 Mirrors the reference's ``ast_parse`` + ``resolve_ast_call``/``resolve_ast_by_type``
-on libcst nodes; see :mod:`checker.decoders`.
+on libcst nodes (see :mod:`~bfcl_safe.checker.decoders.prompting`), and holds the
+literal arithmetic shared with :mod:`~bfcl_safe.checker.decoders.python_text`:
+:func:`arithmetic`, :func:`is_constant`/:func:`constant`, :func:`resolve_call`,
+:func:`guarded`.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from typing import Any, Callable
 
 import libcst as cst
 
-from bfcl_safe.checker.decoders import DecodeError
+from bfcl_safe.checker.decoders.base import DecodeError
 from bfcl_safe.interp import limits
 
 _CONSTANT_NODES = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString)
@@ -24,13 +27,13 @@ def _code(node: cst.CSTNode) -> str:
     return _EMPTY.code_for_node(node)
 
 
-def _is_constant(node: cst.CSTNode) -> bool:
+def is_constant(node: cst.CSTNode) -> bool:
     return isinstance(node, (*_CONSTANT_NODES, cst.Ellipsis)) or (
         isinstance(node, cst.Name) and node.value in _NAMED_CONSTANTS
     )
 
 
-def _constant(node: cst.CSTNode) -> Any:
+def constant(node: cst.CSTNode) -> Any:
     if isinstance(node, cst.Ellipsis):
         return ...
     if isinstance(node, cst.Name):
@@ -60,25 +63,25 @@ _BINARY = {
     cst.Power: operator.pow, cst.LeftShift: operator.lshift, cst.RightShift: operator.rshift,
     cst.BitAnd: operator.and_, cst.BitOr: operator.or_, cst.BitXor: operator.xor,
 }
-_MAX_ARITHMETIC_SIZE = 100_000
+MAX_ARITHMETIC_SIZE = 100_000
 
 
-def _arith_operand(node: cst.CSTNode) -> Any:
-    if _is_constant(node):
-        return _constant(node)
+def _arithmetic_operand(node: cst.CSTNode) -> Any:
+    if is_constant(node):
+        return constant(node)
     if isinstance(node, cst.BinaryOperation):
-        return _arith(node)
+        return arithmetic(node)
     if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus, cst.BitInvert, cst.Not)):
-        value = _arith_operand(node.expression)
+        value = _arithmetic_operand(node.expression)
         op = {cst.Minus: operator.neg, cst.Plus: operator.pos, cst.BitInvert: operator.invert, cst.Not: operator.not_}
-        return _safe(op[type(node.operator)], value)
+        return guarded(op[type(node.operator)], value)
     if isinstance(node, (cst.List, cst.Tuple)) and all(isinstance(e, cst.Element) for e in node.elements):
-        items = [_arith_operand(e.value) for e in node.elements]
+        items = [_arithmetic_operand(e.value) for e in node.elements]
         return items if isinstance(node, cst.List) else tuple(items)
     raise DecodeError(f"arithmetic on {type(node).__name__} is not evaluated (the reference would run it)")
 
 
-def _safe(fn: Callable, *values: Any) -> Any:
+def guarded(fn: Callable, *values: Any) -> Any:
     try:
         return fn(*values)
     except Exception as exc:  # noqa: BLE001 - the reference's eval fails: the step fails
@@ -98,35 +101,35 @@ def _size(value: Any) -> int:
     return 1
 
 
-def _arith(node: cst.BinaryOperation) -> Any:
+def arithmetic(node: cst.BinaryOperation) -> Any:
     op = _BINARY.get(type(node.operator))
     if op is None:
         raise DecodeError("operator not evaluated")
-    left, right = _arith_operand(node.left), _arith_operand(node.right)
+    left, right = _arithmetic_operand(node.left), _arithmetic_operand(node.right)
     if op is operator.pow and isinstance(right, (int, float)) and not isinstance(left, complex):
-        if abs(right) * max(1, _size(left)) > _MAX_ARITHMETIC_SIZE:
+        if abs(right) * max(1, _size(left)) > MAX_ARITHMETIC_SIZE:
             raise DecodeError("power too large to compute")
-    if op is operator.lshift and isinstance(right, int) and right > _MAX_ARITHMETIC_SIZE * 3:
+    if op is operator.lshift and isinstance(right, int) and right > MAX_ARITHMETIC_SIZE * 3:
         raise DecodeError("shift too large to compute")
     if op is operator.mul:
         for a, b in ((left, right), (right, left)):
-            if isinstance(a, (str, bytes, list, tuple)) and isinstance(b, int) and b * max(1, _size(a)) > _MAX_ARITHMETIC_SIZE:
+            if isinstance(a, (str, bytes, list, tuple)) and isinstance(b, int) and b * max(1, _size(a)) > MAX_ARITHMETIC_SIZE:
                 raise DecodeError("repetition too large to compute")
-    value = _safe(op, left, right)
-    if _size(value) > _MAX_ARITHMETIC_SIZE:
+    value = guarded(op, left, right)
+    if _size(value) > MAX_ARITHMETIC_SIZE:
         raise DecodeError("arithmetic result too large")
     return value
 
 
 def _resolve_value(node: cst.CSTNode) -> Any:
-    if _is_constant(node):
-        value = _constant(node)
+    if is_constant(node):
+        value = constant(node)
         return "..." if value is ... else value
     if isinstance(node, cst.UnaryOperation):
         # The reference computes ``-operand.value`` whatever the operator.
-        if not _is_constant(node.expression):
+        if not is_constant(node.expression):
             raise DecodeError("unary operator on a non-constant")
-        return _safe(operator.neg, _constant(node.expression))
+        return guarded(operator.neg, constant(node.expression))
     if isinstance(node, cst.List):
         return [_resolve_element(e) for e in node.elements]
     if isinstance(node, cst.Tuple):
@@ -143,13 +146,13 @@ def _resolve_value(node: cst.CSTNode) -> Any:
                 raise DecodeError(str(exc)) from None
         return out
     if isinstance(node, cst.BinaryOperation):
-        return _arith(node)
+        return arithmetic(node)
     if isinstance(node, cst.Name):
         return node.value
     if isinstance(node, cst.Call):
         if not any(arg.keyword is not None or arg.star == "**" for arg in node.args):
             return _unparse(_code(node), ast.unparse)
-        return _resolve_call(node)
+        return resolve_call(node)
     if isinstance(node, cst.Subscript):
         return _unparse(_code(node), lambda n: ast.unparse(n.value) + "[" + ast.unparse(n.slice) + "]")
     raise DecodeError(f"Unsupported AST type: {type(node).__name__}")
@@ -172,7 +175,7 @@ def _call_name(node: cst.Call) -> str:
     return ".".join(reversed(parts))
 
 
-def _resolve_call(node: cst.Call) -> dict:
+def resolve_call(node: cst.Call) -> dict:
     arguments: dict[Any, Any] = {}
     seen_keyword = False
     for arg in node.args:
@@ -196,14 +199,14 @@ def prompting_calls(text: str) -> list[dict]:
     except (cst.ParserSyntaxError, RecursionError) as exc:
         raise DecodeError(f"not Python call syntax: {str(exc).splitlines()[0]}") from None
     if isinstance(body, cst.Call):
-        return [_resolve_call(body)]
+        return [resolve_call(body)]
     if not isinstance(body, (cst.List, cst.Tuple, cst.Set)):
         raise DecodeError(f"expected a list of calls, got {type(body).__name__}")
     out = []
     for element in body.elements:
         if not isinstance(element, cst.Element) or not isinstance(element.value, cst.Call):
             raise DecodeError("every element must be a call")
-        out.append(_resolve_call(element.value))
+        out.append(resolve_call(element.value))
     return out
 
 

@@ -1,4 +1,5 @@
-"""libcst halves of the handler decoders that read Python text (see :mod:`checker.handler_decoders`).
+"""Decoders of handlers that read model text as Python: ``llama_python_tag`` (``eval``)
+and ``minicpm`` (``ast.parse``), with their libcst halves.
 
 - :func:`literal_value` stands in for the ``eval(text)`` of the Llama 3.1 handler:
   literal displays, and arithmetic on literals within limits, are computed; anything
@@ -19,8 +20,17 @@ from typing import Any
 
 import libcst as cst
 
-from bfcl_safe.checker.decode_cst import _arith, _constant, _is_constant, _resolve_call, _safe
-from bfcl_safe.checker.decoders import DecodeError
+from bfcl_safe.checker.decoders.base import (
+    DecodeError,
+    Decoder,
+    Items,
+    load_json,
+    name_arguments_strict,
+    pair,
+    render,
+    require_text,
+)
+from bfcl_safe.checker.decoders.prompting_cst import arithmetic, constant, guarded, is_constant, resolve_call
 from bfcl_safe.interp import limits
 from bfcl_safe.interp.text import bracket_depth
 
@@ -50,14 +60,14 @@ def _elements(node: cst.List | cst.Tuple | cst.Set) -> list:
 
 
 def _literal(node: cst.CSTNode) -> Any:
-    if _is_constant(node):
-        return _constant(node)
+    if is_constant(node):
+        return constant(node)
     if isinstance(node, cst.List):
         return _elements(node)
     if isinstance(node, cst.Tuple):
         return tuple(_elements(node))
     if isinstance(node, cst.Set):
-        return _safe(set, _elements(node))  # an unhashable element: TypeError, as eval
+        return guarded(set, _elements(node))  # an unhashable element: TypeError, as eval
     if isinstance(node, cst.Dict):
         out: dict = {}
         for element in node.elements:
@@ -65,12 +75,12 @@ def _literal(node: cst.CSTNode) -> Any:
                 raise DecodeError("'**' in a dict: not evaluated")
             key = _literal(element.key)
             value = _literal(element.value)
-            _safe(out.__setitem__, key, value)
+            guarded(out.__setitem__, key, value)
         return out
     if isinstance(node, cst.UnaryOperation):
-        return _safe(_UNARY[type(node.operator)], _literal(node.expression))
+        return guarded(_UNARY[type(node.operator)], _literal(node.expression))
     if isinstance(node, cst.BinaryOperation):
-        return _arith(node)
+        return arithmetic(node)
     if isinstance(node, cst.Name):
         raise DecodeError(f"bare name {node.value!r}: the reference would look it up; refused")
     raise DecodeError(f"{type(node).__name__} is not a literal: the reference would evaluate it; refused")
@@ -108,7 +118,63 @@ def statement_calls(text: str) -> list[tuple[str, dict]]:
                 value = small.value if isinstance(small, _VALUE_STATEMENTS) else None
                 if not isinstance(value, cst.Call):
                     return []
-                calls.extend(_resolve_call(value).items())
+                calls.extend(resolve_call(value).items())
         return calls
     except (DecodeError, cst.ParserSyntaxError, RecursionError, ValueError, TypeError):
         return []
+
+
+# ---------------------------------------------------------------------- handlers
+
+
+def items_llama_python_tag(step: Any) -> Items:
+    """Llama 3.1 FC: ``<|python_tag|>`` removed; with a ``;`` the parts are JSON objects,
+    otherwise the text is a Python literal (the reference ``eval``s it: see
+    :func:`literal_value`); objects carry ``name`` and ``parameters``."""
+    text = require_text(step, "Llama").replace("<|python_tag|>", "")
+    if ";" in text:
+        calls: Any = [load_json(part) for part in text.split(";")]
+    else:
+        calls = literal_value(text)
+        if type(calls) is dict:
+            calls = [calls]
+        if not isinstance(calls, (list, tuple, str, set, frozenset, bytes)):
+            raise DecodeError(f"{type(calls).__name__} is not a list of calls")
+    return name_arguments_strict(list(calls), "parameters")
+
+
+_MINICPM_THOUGHT = ("<|thought_start|>", "<|thought_end|>")
+_MINICPM_TOOL = ("<|tool_call_start|>", "<|tool_call_end|>")
+
+
+def items_minicpm(step: Any) -> Items:
+    """MiniCPM3 FC: Python statements between ``<|tool_call_start|>`` and the last
+    ``<|tool_call_end|>`` (after the thought), optionally fenced; each statement's value
+    must be a call. Any parse or resolve failure decodes to nothing (the reference
+    catches everything there); a misplaced start token fails the step."""
+    text = require_text(step, "MiniCPM")
+    start, end = _MINICPM_THOUGHT
+    if end in text and start in text:
+        thought, text = text.rsplit(end, 1)
+        if start not in thought:
+            raise DecodeError("<|thought_start|> after the last <|thought_end|>")
+    start, end = _MINICPM_TOOL
+    if not (start in text and end in text):
+        return []
+    calls_text = text.rsplit(end, 1)[0]
+    if start not in calls_text:
+        raise DecodeError("<|tool_call_start|> after the last <|tool_call_end|>")
+    calls_text = calls_text.split(start, 1)[1].strip()
+    if calls_text.startswith("```"):
+        calls_text = calls_text.lstrip("`").strip()
+        if calls_text.startswith("python"):
+            calls_text = calls_text.lstrip("python").strip()
+    if calls_text.endswith("```"):
+        calls_text = calls_text.rstrip("`").strip()
+    return [render(name, arguments, ", ") for name, arguments in statement_calls(calls_text)]
+
+
+DECODERS: dict[str, Decoder] = {
+    "llama_python_tag": pair(items_llama_python_tag),
+    "minicpm": pair(items_minicpm),
+}

@@ -1,0 +1,164 @@
+"""What every decoder family shares: the error type, the decoded-call record, and the
+small helpers that turn a family's ``items`` function into a (decode, display) pair.
+
+A decoder is a pair of functions on one model step as stored in a result file:
+``decode(step) -> list[Call]`` (what the executor runs) and ``display(step) ->
+list[str]`` (the reference's call texts, for score files and ``explain``). Both
+raise :class:`DecodeError` where the reference's decoding fails (the scorer then
+skips the step, like the reference). Families that first build :class:`Parsed`
+records get both functions from :func:`pair`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, NamedTuple
+
+from bfcl_safe.interp import limits
+from bfcl_safe.interp.errors import BfclSafeError
+from bfcl_safe.interp.execute import Call
+from bfcl_safe.interp.fc import fc_call
+
+#: Step texts and FC argument texts up to this length are decoded once and remembered,
+#: CACHED_TEXTS of each at most (a few tens of MB at worst, whatever the input).
+CACHED_STEP_LENGTH = 2048
+CACHED_TEXTS = 2048
+
+
+class DecodeError(BfclSafeError, ValueError):
+    """The step does not decode; the scorer skips it, like the reference."""
+
+
+#: ``(decode, display)``: see the module docstring.
+Decoder = tuple[Callable[[Any], list[Call]], Callable[[Any], list[str]]]
+
+
+class Parsed(NamedTuple):
+    """One decoded call: its name and arguments, and the exact text the reference builds."""
+
+    name: Any
+    arguments: dict
+    text: str
+
+
+#: A decoded step: calls, or bare text the reference keeps as a "call" (granite).
+Items = list["Parsed | str"]
+
+
+def render(name: Any, arguments: Any, separator: str) -> Parsed:
+    """``name(k=repr(v)<separator>...)``, formatted like the handlers' f-strings."""
+    if not isinstance(arguments, dict):
+        raise DecodeError(f"arguments of {name!r} must be an object, not {type(arguments).__name__}")
+    try:
+        text = f"{name}({separator.join(f'{k}={v!r}' for k, v in arguments.items())})"
+    except (ValueError, RecursionError) as exc:  # e.g. repr of an over-long integer
+        raise DecodeError(f"cannot render the arguments of {name!r}: {exc}") from None
+    return Parsed(name, arguments, text)
+
+
+_JSON_SCALARS = (str, int, float, bool, type(None))
+
+
+def _jsonish(value: Any) -> bool:
+    """JSON-shaped (tuples allowed): the FC front-end reproduces its ``repr`` round trip.
+    Deeper than the nesting limit counts as JSON-shaped; ``fc_call`` then rejects it."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limits.MAX_NESTING_DEPTH:
+            return True
+        if type(item) in _JSON_SCALARS:
+            continue
+        if type(item) in (list, tuple):
+            stack.extend((v, depth + 1) for v in item)
+        elif type(item) is dict:
+            stack.extend((k, depth + 1) for k in item)
+            stack.extend((v, depth + 1) for v in item.values())
+        else:
+            return False
+    return True
+
+
+def as_call(item: "Parsed | str") -> Call:
+    """What the executor runs for one item: an FC-style call for a plain
+    ``name(keyword=json value, ...)`` (no text round trip), otherwise the reference's
+    text (parsed by the executor's default-deny front-end, never evaluated)."""
+    if isinstance(item, str):
+        return item
+    if _jsonish(item.arguments):
+        call = fc_call(item.name, item.arguments)
+        if not isinstance(call, str):
+            return call
+    # Not a plain call (odd name or keyword), or Python values: the exact reference text.
+    return item.text
+
+
+def texts(items: Items) -> list[str]:
+    return [item if isinstance(item, str) else item.text for item in items]
+
+
+def pair(items: Callable[[Any], Items]) -> Decoder:
+    """The (decode, display) pair of a family's ``items`` function."""
+
+    def decode(step: Any) -> list[Call]:
+        return [as_call(item) for item in items(step)]
+
+    def display(step: Any) -> list[str]:
+        return texts(items(step))
+
+    decode.__doc__ = display.__doc__ = items.__doc__
+    return decode, display
+
+
+def require_text(step: Any, what: str) -> str:
+    if not isinstance(step, str):
+        # Every text handler calls a str method (or re) on the step first: it raises.
+        raise DecodeError(f"a {what} step must be text, not {type(step).__name__}")
+    return step
+
+
+def load_json(text: str) -> Any:
+    """``json.loads``; a failure is a :class:`DecodeError`."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise DecodeError(f"not JSON: {exc}") from None
+
+
+def fc_pairs(calls: list, separator: str = ",", decode_strings: bool = True) -> Items:
+    """``[{name: arguments}, ...]``; string arguments are JSON text when ``decode_strings``."""
+    out: Items = []
+    for call in calls:
+        if not isinstance(call, dict):
+            raise DecodeError(f"an FC call must be an object, not {type(call).__name__}")
+        for name, arguments in call.items():
+            if decode_strings and type(arguments) is str:
+                arguments = load_json(arguments)
+            out.append(render(name, arguments, separator))
+    return out
+
+
+def name_arguments(calls: list) -> Items:
+    """xLAM-style ``{"name": ..., "arguments": {...}}`` objects, leniently: other
+    elements are skipped, a missing name is ``""`` and missing arguments ``{}``."""
+    out: Items = []
+    for call in calls:
+        if isinstance(call, dict):
+            out.append(render(call.get("name", ""), call.get("arguments", {}), ", "))
+    return out
+
+
+def name_arguments_strict(calls: list, arguments_key: str = "arguments") -> Items:
+    """``{"name": ..., "<arguments_key>": {...}}`` objects; anything else fails the step."""
+    out: Items = []
+    for call in calls:
+        try:
+            name, arguments = call["name"], call[arguments_key]
+        except (KeyError, TypeError, IndexError) as exc:
+            raise DecodeError(f"not a {{'name', '{arguments_key}'}} object: {exc!r}") from None
+        out.append(render(name, arguments, ","))
+    return out
+
+
+def as_list(value: Any) -> list:
+    return value if isinstance(value, list) else [value]
