@@ -664,6 +664,12 @@ def info(data: str | None) -> None:
     click.echo("\n".join(lines))
 
 
+# `bfcl-safe generate` lives in its own package (optional extra: openai).
+from bfcl_safe.generate.cli import generate as _generate  # noqa: E402
+
+main.add_command(_generate)
+
+
 if __name__ == "__main__":
     from bfcl_safe.checker.command import run
 

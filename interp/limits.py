@@ -67,3 +67,7 @@ ENTRY_BUDGETS["computed_size"] = 10_000_000
 #: Digits of the ints computed there, summed per entry; one int past
 #: MAX_COMPUTED_DIGITS is refused on its own (``3 ** 10 ** 7``: minutes in CPython).
 ENTRY_BUDGETS["computed_int_digits"] = 1_000_000
+#: Characters of the model's replies in one ``bfcl-safe generate`` entry (each reply's
+#: text, or its tool calls' names and argument texts), counted before the reply is
+#: decoded; real replies are a few hundred characters, an entry at most ~21 steps a turn.
+ENTRY_BUDGETS["generate_reply_characters"] = 20_000_000

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("bfcl_safe", "interp", "backends", "checker")
+PACKAGES = ("bfcl_safe", "interp", "backends", "checker", "generate")
 SHIPPED = sorted(p for package in PACKAGES for p in (ROOT / package).rglob("*.py"))
 BANNED_CALLS = {"eval", "exec", "compile", "__import__"}
 BANNED_MODULES = {"importlib", "subprocess", "pickle", "marshal"}
