@@ -199,6 +199,9 @@ _PERCENT_SPEC = re.compile(
 _DRY_PRECISION = 50
 _PY_SSIZE_T_MAX = 2**63 - 1
 _INT_MAX = 2**31 - 1
+#: Conversions whose precision adds characters (digits), and the float ones among them.
+_PRECISION_PADS = frozenset("diouxXeEfFgG")
+_FLOAT_TYPES = frozenset("eEfFgG")
 
 
 def _percent(template: str | bytes, args: Any) -> Any:
@@ -222,12 +225,17 @@ def _percent(template: str | bytes, args: Any) -> Any:
         width, precision = found.group("width"), found.group("precision")
         star = star or width == "*" or precision == "*"
         new_width = width or ""
-        if width and width != "*" and int(width) <= _PY_SSIZE_T_MAX // 10:  # larger: "width too big"
+        if width and width != "*" and int(width) <= _PY_SSIZE_T_MAX:  # larger: "width too big"
             extra += int(width)
             new_width = ""
         new_precision = precision
-        if precision and precision != "*" and _DRY_PRECISION < int(precision) <= _INT_MAX // 10:
-            extra += int(precision) - _DRY_PRECISION  # (larger: "precision too big", kept)
+        kind = found.group("type")
+        if (precision and precision != "*" and kind in _PRECISION_PADS and _DRY_PRECISION < int(precision)
+                and not (kind in _FLOAT_TYPES and int(precision) > _INT_MAX - 3)):
+            # (Kept when CPython refuses it at once: "precision too big" past INT_MAX,
+            # "precision too large" for floats past INT_MAX - 3. For %s, %r, %a a
+            # precision only truncates.)
+            extra += int(precision) - _DRY_PRECISION
             new_precision = str(_DRY_PRECISION)
         if precision is not None:
             rest = found.end("precision")
@@ -299,11 +307,12 @@ def _format(value: Any, spec: Any = "") -> Any:
     dry_spec = spec
     if width and len(width) < 19:
         extra += int(width)
-    if precision and len(precision) < 19 and int(precision) > _DRY_PRECISION:
+    pads = type(value) is not str  # a string's precision only truncates
+    if pads and precision and len(precision) < 19 and int(precision) > _DRY_PRECISION:
         extra += int(precision) - _DRY_PRECISION
     if extra:
         dry_spec = (found.group("head") + ("" if width and len(width) < 19 else width) + found.group("grouping")
-                    + (("." + (str(_DRY_PRECISION) if len(precision) < 19 and int(precision) > _DRY_PRECISION
+                    + (("." + (str(_DRY_PRECISION) if pads and len(precision) < 19 and int(precision) > _DRY_PRECISION
                                else precision)) if precision is not None else "")
                     + found.group("type"))
     dry = format(value, dry_spec)  # raises what the real call raises

@@ -80,9 +80,20 @@ class Failure:
     message: str
 
 
+@attrs.frozen
+class Operation:
+    """An operator applied at run time: ``op`` is its source text (``"+"``, ``"%"``,
+    ``"not"``, ...), ``operands`` one (unary) or two (binary) values, evaluated left to
+    right and then combined by :func:`bfcl_safe.interp.builtins.binary_op` /
+    :func:`~bfcl_safe.interp.builtins.unary_op` (sizes checked before computing)."""
+
+    op: str
+    operands: tuple[Any, ...]
+
+
 #: The nodes a value holds when it must be resolved per episode, at run time (exact
 #: types: nothing subclasses them).
-DEFERRED = frozenset({CallSpec, NameRef, SourceString, Container, Failure})
+DEFERRED = frozenset({CallSpec, NameRef, SourceString, Container, Failure, Operation})
 
 
 def is_deferred(value: Any) -> bool:
@@ -133,4 +144,8 @@ def render_value(value: Any) -> str:
         return f"({inner}{',' if len(value.items) == 1 else ''})"
     if isinstance(value, Failure):
         return f"<{value.kind.__name__}: {value.message}>"
+    if isinstance(value, Operation):
+        if len(value.operands) == 1:
+            return f"({value.op}{' ' * value.op.isalpha()}{render_value(value.operands[0])})"
+        return f"({render_value(value.operands[0])} {value.op} {render_value(value.operands[1])})"
     return repr(value)

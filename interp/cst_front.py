@@ -15,7 +15,7 @@ from typing import Any, Callable
 import libcst as cst
 
 from bfcl_safe.interp import limits
-from bfcl_safe.interp.callspec import CallSpec, Failure, NameRef, SourceString, dict_value, sequence_value
+from bfcl_safe.interp.callspec import CallSpec, Failure, NameRef, Operation, SourceString, dict_value, sequence_value
 from bfcl_safe.interp.errors import RejectedInput
 from bfcl_safe.interp.text import REWRITE_PATTERN, bracket_depth
 
@@ -183,22 +183,36 @@ def _name(node: cst.Name, ctx: _Context, depth: int) -> Any:
     return NameRef(name)
 
 
+_UNARY_OPERATORS = {cst.Minus: "-", cst.Plus: "+", cst.BitInvert: "~", cst.Not: "not"}
+_BINARY_OPERATORS = {
+    cst.Add: "+", cst.Subtract: "-", cst.Multiply: "*", cst.Divide: "/", cst.FloorDivide: "//",
+    cst.Modulo: "%", cst.Power: "**", cst.LeftShift: "<<", cst.RightShift: ">>", cst.BitAnd: "&",
+    cst.BitOr: "|", cst.BitXor: "^", cst.MatrixMultiply: "@",
+}
+
+
 def _unary(node: cst.UnaryOperation, ctx: _Context, depth: int) -> Any:
     operand = node.expression
-    if not isinstance(node.operator, (cst.Minus, cst.Plus)):
-        _reject(ctx, node, f"unary operator {_EMPTY_MODULE.code_for_node(node.operator).strip()!r} is not allowed")
-    if isinstance(operand, (cst.Integer, cst.Float, cst.Imaginary)):
+    op = _UNARY_OPERATORS[type(node.operator)]
+    if op in ("-", "+") and isinstance(operand, (cst.Integer, cst.Float, cst.Imaginary)):
         value = _number(operand, ctx, depth + 1)
-    elif isinstance(operand, cst.Name):
+        return -value if op == "-" else +value
+    if op in ("-", "+") and isinstance(operand, cst.Name):
         value = _name(operand, ctx, depth + 1)
         if isinstance(value, NameRef):
             return value  # evaluating the name fails before the sign is applied
         if value is None:
-            sign = "-" if isinstance(node.operator, cst.Minus) else "+"
-            return Failure(TypeError, f"bad operand type for unary {sign}: 'NoneType'")
-    else:
-        _reject(ctx, node, "unary minus/plus is only allowed on a number")
-    return -value if isinstance(node.operator, cst.Minus) else +value
+            return Failure(TypeError, f"bad operand type for unary {op}: 'NoneType'")
+        return -value if op == "-" else +value
+    # Anything else is computed at run time, sizes checked (interp/builtins.py).
+    return Operation(op, (_convert(operand, ctx, depth + 1),))
+
+
+def _binary(node: cst.BinaryOperation, ctx: _Context, depth: int) -> Any:
+    op = _BINARY_OPERATORS.get(type(node.operator))
+    if op is None:
+        _reject(ctx, node, "binary operator is not allowed")
+    return Operation(op, (_convert(node.left, ctx, depth + 1), _convert(node.right, ctx, depth + 1)))
 
 
 def _sequence(node: cst.List | cst.Tuple | cst.Set, ctx: _Context, depth: int) -> Any:
@@ -233,6 +247,7 @@ HANDLERS: dict[type, Callable[[Any, _Context, int], Any]] = {
     cst.ConcatenatedString: _concatenated_string,
     cst.Name: _name,
     cst.UnaryOperation: _unary,
+    cst.BinaryOperation: _binary,
     cst.List: _sequence,
     cst.Tuple: _sequence,
     cst.Set: _sequence,

@@ -13,8 +13,9 @@ import re
 from typing import Any, Iterable, Sequence
 
 from bfcl_safe.interp import limits
-from bfcl_safe.interp.callspec import CallSpec, Container, Failure, NameRef, SourceString
-from bfcl_safe.interp.errors import RejectedInput
+from bfcl_safe.interp.builtins import NotComputable, binary_op, call_builtin, is_builtin_name, unary_op
+from bfcl_safe.interp.callspec import CallSpec, Container, Failure, NameRef, Operation, SourceString
+from bfcl_safe.interp.errors import BudgetExceeded, RejectedInput
 from bfcl_safe.interp.results import format_error, format_result
 from bfcl_safe.interp.table import MethodTable
 from bfcl_safe.interp.text import parse_call, python_syntax_error
@@ -69,6 +70,16 @@ def _evaluate(value: Any, table: MethodTable) -> Any:
             raise _Raised(exc) from None
     if kind is Failure:
         raise _Raised(value.kind(value.message))
+    if kind is Operation:
+        operands = [_evaluate(v, table) for v in value.operands]
+        try:
+            if len(operands) == 1:
+                return unary_op(value.op, operands[0])
+            return binary_op(value.op, operands[0], operands[1])
+        except BudgetExceeded:
+            raise
+        except Exception as exc:  # noqa: BLE001 - what CPython raises (or our refusal) is the result
+            raise _Raised(exc) from None
     return _fresh(value)
 
 
@@ -77,6 +88,8 @@ def _invoke(spec: CallSpec, table: MethodTable) -> Any:
     try:
         method = table.lookup(spec.name)
     except NameError as exc:
+        if is_builtin_name(spec.name):
+            return _invoke_builtin(spec, table, exc)
         raise _Raised(exc) from None
     args = [_evaluate(a, table) for a in spec.args] if spec.args else ()
     kwargs = {}
@@ -86,7 +99,26 @@ def _invoke(spec: CallSpec, table: MethodTable) -> Any:
         kwargs[key] = value if kind is str or kind is int or kind is bool or value is None else _evaluate(value, table)
     try:
         return method(*args, **kwargs)
+    except BudgetExceeded:
+        raise  # never a result string: the entry fails with the resource-limit error type
     except Exception as exc:  # noqa: BLE001 - a tool's exception is data for the model
+        raise _Raised(exc) from None
+
+
+def _invoke_builtin(spec: CallSpec, table: MethodTable, undefined: NameError) -> Any:
+    """A call of a builtin (no tool has its name): the arguments are evaluated as eval
+    would (nested tool calls run), then a pure builtin is computed, a refused one gets
+    CPython's argument-parsing error if it would fail before running, and otherwise
+    stays ``undefined`` (the NameError every other unknown name gets)."""
+    args = [_evaluate(a, table) for a in spec.args]
+    kwargs = {key: _evaluate(value, table) for key, value in spec.kwargs}
+    try:
+        return call_builtin(spec.name, args, kwargs)
+    except BudgetExceeded:
+        raise
+    except NotComputable:
+        raise _Raised(undefined) from None
+    except Exception as exc:  # noqa: BLE001 - CPython's own error for this call is the result
         raise _Raised(exc) from None
 
 

@@ -26,6 +26,7 @@ from typing import Any, Callable
 import pytest
 
 from bfcl_safe.interp import ERROR_PREFIX, MethodTable, RejectedInput, fc_call, limits, parse_call, run_call, run_step, tool
+from bfcl_safe.interp.errors import BudgetExceeded
 
 ROOT = Path(__file__).resolve().parent.parent
 WALL_CLOCK_LIMIT = 10.0  # seconds; generous on purpose — a hang or a blow-up takes far longer
@@ -137,7 +138,9 @@ TEXT_PAYLOADS = [
     ("globals", "globals()", r"name 'globals' is not defined"),
     ("locals", "locals()", r"name 'locals' is not defined"),
     ("vars", "vars()", r"name 'vars' is not defined"),
-    ("getattr", "getattr(ls, '__globals__')", r"name 'getattr' is not defined"),
+    # (``ls`` as a value is undefined, as under eval, before getattr could run)
+    ("getattr", "getattr(ls, '__globals__')", r"name 'ls' is not defined"),
+    ("getattr-on-literal", "getattr(1, '__class__')", r"name 'getattr' is not defined"),
     ("open", f"open('{T}/open', 'w')", r"name 'open' is not defined"),
     ("open-relative", "open('open', 'w')", r"name 'open' is not defined"),
     ("exec", f"exec(\"open('{T}/exec', 'w')\")", r"name 'exec' is not defined"),
@@ -149,12 +152,7 @@ TEXT_PAYLOADS = [
     ("exec-nested", f"ls(a=exec(\"open('{T}/exec', 'w')\"))", r"name 'exec' is not defined"),
     ("fullwidth-exec", f"ｅｘｅｃ(\"open('{T}/exec', 'w')\")", r"name 'exec' is not defined"),
     ("fullwidth-dunder", f"＿＿import__('os').system('touch {T}/import')", r""),
-    ("pow", "pow(9, 10**9)", r"binary operator|name 'pow'"),
-    ("pow-plain", "pow(9, 1000000000)", r"name 'pow' is not defined"),
     ("power-tower", "9**9**9**9", r"function call|binary operator"),
-    ("power-in-argument", "ls(a=9**9**9)", r"binary operator"),
-    ("string-repeat", "ls(a='x' * 10**10)", r"binary operator"),
-    ("list-repeat", "ls(a=[0] * 10**10)", r"binary operator"),
     ("lambda-call", f"(lambda: __import__('os').system('touch {T}/lambda'))()", r"lambda|plain names"),
     ("lambda-argument", "ls(a=lambda: 1)", r"lambda"),
     ("lambda-applied", "ls(a=(lambda f: f)(1))", r"lambda|plain names"),
@@ -202,6 +200,53 @@ def test_text_payload_is_refused(text: str, pattern: str, canary: Path, vault: V
     assert_nothing_ran(canary, vault)
 
 
+# Computations whose result would exhaust memory or time are refused before computing:
+# BudgetExceeded propagates (the entry fails with the resource-limit error type); it is
+# never a result string, and no tool runs.
+BUDGET_PAYLOADS = [
+    ("pow", "pow(9, 10**9)", "computed_int_digits"),
+    ("pow-plain", "pow(9, 1000000000)", "computed_int_digits"),
+    ("power-in-argument", "ls(a=9**9**9)", "computed_int_digits"),
+    ("shift", "ls(a=1 << 10**10)", "computed_int_digits"),
+    ("round-negative-digits", "ls(a=round(5, -10**9))", "computed_int_digits"),
+    ("string-repeat", "ls(a='x' * 10**10)", "computed_size"),
+    ("list-repeat", "ls(a=[0] * 10**10)", "computed_size"),
+    ("nested-repeat", "ls(a=[[0] * 10**4] * 10**4)", "computed_size"),
+    ("percent-width", "ls(a='%1900000000d' % 1)", "computed_size"),
+    ("percent-star-width", "ls(a='%*d' % (1900000000, 1))", "computed_size"),
+    ("percent-precision", "ls(a='%.2000000000d' % 1)", "computed_size"),
+    ("percent-bytes", "ls(a=b'%1900000000d' % 1)", "computed_size"),
+    ("format-width", "ls(a=format(1, '1900000000d'))", "computed_size"),
+    ("format-precision", "ls(a=format(1.5, '.1900000000f'))", "computed_size"),
+    ("str-of-repeat", "ls(a=str([[0] * 4000] * 4000))", "computed_size"),
+    ("sum-of-lists", "ls(a=sum([[0] * 1000] * 10000, []))", "computed_size"),
+    ("repeat-then-concatenate", "ls(a='x' * 6000000 + 'y' * 6000000)", "computed_size"),
+    ("repeat-after-tool", "echo(content=echo(content='xy') * 10**9)", "computed_size"),
+]
+
+
+@pytest.mark.parametrize("text, kind", [pytest.param(t, k, id=i) for i, t, k in BUDGET_PAYLOADS])
+def test_oversized_computation_is_refused_before_computing(text: str, kind: str, canary: Path, vault: Vault,
+                                                           table: MethodTable) -> None:
+    with pytest.raises(BudgetExceeded) as info:
+        guarded(lambda: run_call(text, table))
+    assert info.value.budget == kind
+    assert [c for c in vault.calls if c[0] != "echo"] == []  # the outer tool never ran
+    assert sorted(canary.iterdir()) == []
+
+
+def test_budget_exceeded_from_a_tool_propagates(canary: Path, table: MethodTable) -> None:
+    class Greedy:
+        @tool
+        def grow(self):
+            raise BudgetExceeded("computed_size", 1, 2)
+
+    with pytest.raises(BudgetExceeded):
+        run_call("grow()", MethodTable([Greedy()]))
+    with pytest.raises(BudgetExceeded):
+        run_step([fc_call("grow", {})], MethodTable([Greedy()]))
+
+
 # Strings that merely look like code are data: the tool gets them verbatim.
 HARMLESS = [
     ("code-in-string", f"echo(content=\"__import__('os').system('touch {T}/x')\")",
@@ -247,7 +292,9 @@ FC_PAYLOADS = [
     ("load-scenario", "_load_scenario", {"config": {}}, r"name '_load_scenario' is not defined"),
     ("private", "_private", {}, r"name '_private' is not defined"),
     ("unmarked", "unmarked", {}, r"name 'unmarked' is not defined"),
-    ("exec", "exec", {"source": f"open('{T}/fc', 'w')"}, r"name 'exec' is not defined"),
+    # exec's argument parsing fails before it runs anything: CPython's text, as in the reference
+    ("exec", "exec", {"source": f"open('{T}/fc', 'w')"}, r"exec\(\) takes at least 1 positional argument \(0 given\)"),
+    ("exec-positional-text", "exec", {"closure": None}, r"exec\(\) takes at least 1 positional argument"),
     ("open", "open", {"file": f"{T}/fc", "mode": "w"}, r"name 'open' is not defined"),
     ("denylist", "kill", {}, r"Function call kill is not allowed\."),
     ("huge-int", "ls", {"a": 10**5000}, r"digits|integer"),
