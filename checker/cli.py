@@ -288,7 +288,9 @@ def _print_table(scores: Sequence[Any], turn_credit: dict[int, float | None] | N
     for index, score in enumerate(scores):
         kinds = Counter(f["error"]["error_type"].split(":", 1)[-1] for f in score.failures)
         detail = ", ".join(f"{k} {n}" for k, n in kinds.most_common())
-        if score.total == 0:
+        if getattr(score, "refused", False):
+            detail = f"not scored: {score.missing} entries missing (--partial-eval scores the entries present)"
+        elif score.total == 0:
             detail = "not scored: " + (score.problems[0] if score.problems else "no entries")
         column = ""
         if turn_credit is not None:
@@ -353,26 +355,6 @@ class Messages:
         self(message, prefix="note: ")
 
 
-def _foreign_score_files(score_dir: Path, written: set[Path]) -> list[Path]:
-    """Score files the CSV includes (every one under ``score_dir``, as in BFCL) that this
-    run did not write."""
-    from bfcl_safe.checker.scores import SCORE_GLOB, category_of_score_file
-
-    found = []
-    try:
-        folders = sorted(entry for entry in score_dir.iterdir() if entry.is_dir() and not entry.is_symlink())
-    except OSError:
-        return []
-    for folder in folders:
-        try:
-            for path in sorted(folder.rglob(SCORE_GLOB)):
-                if category_of_score_file(path) is not None and path not in written:
-                    found.append(path)
-        except OSError:
-            continue
-    return found
-
-
 @attrs.frozen
 class Plan:
     """One ``evaluate`` run, decided from its flags before anything is scored."""
@@ -385,31 +367,29 @@ class Plan:
 
 
 def _discover(plan: Plan, say: Messages) -> list[Any]:
-    """The result files to score (model folder, category, path), filtered by the plan."""
+    """The result files to score (:func:`bfcl_safe.checker.runner.discover`, filtered by
+    the plan's models and categories; its notices printed). A tree not laid out as BFCL
+    lays it out raises its ``LayoutError`` (one line saying what to pass instead)."""
     from bfcl_safe.checker import runner
 
-    discover = getattr(runner, "discover_result_files", None)
-    if discover is not None:
-        found = discover(plan.result_dir, models=list(plan.models) or None, categories=list(plan.categories))
-        files, notices = (found.files, found.notices) if hasattr(found, "files") else found
-        for notice in notices:
-            say.note(notice)
-    else:
-        files = [f for f in runner.find_result_files(plan.result_dir)
-                 if f.category in plan.categories and (not plan.models or f.model in plan.models)]
-    if not files:
-        wanted = f" for model(s) {', '.join(plan.models)}" if plan.models else ""
-        raise CommandError(
-            f"no multi-turn result files{wanted} under {plan.result_dir} "
-            f"(expected {{model}}/multi_turn/BFCL_v4_{{category}}_result.json for "
-            f"{', '.join(plan.categories)})"
-        )
+    found = runner.discover(plan.result_dir, list(plan.models) or None, list(plan.categories))
+    for notice in found.notices:
+        say.note(notice)
+    files = found.files
     present = {f.model for f in files}
     absent = [model for model in plan.models if model not in present]
     if absent:
+        available = sorted({f.model for f in runner.discover(plan.result_dir, None, list(plan.categories)).files})
         raise CommandError(
-            f"no result files for model(s) {', '.join(absent)} under {plan.result_dir} "
-            f"(models found: {', '.join(sorted(present))})"
+            f"no multi-turn result files for model(s) {', '.join(absent)} under {plan.result_dir} "
+            f"(models with result files: {', '.join(available) or 'none'}; --model takes a registry name "
+            f"like openai/gpt-oss-120b or a folder name)"
+        )
+    if not files:
+        raise CommandError(
+            f"no multi-turn result files under {plan.result_dir} "
+            f"(expected {{model}}/multi_turn/BFCL_v4_{{category}}_result.json for "
+            f"{', '.join(plan.categories)})"
         )
     return files
 
@@ -417,21 +397,17 @@ def _discover(plan: Plan, say: Messages) -> list[Any]:
 def _score(plan: Plan, options: Any, dataset: Dataset, *, partial_credit_column: bool) -> int:
     """Score, print the table and what was refused or included; return the exit status."""
     from bfcl_safe.checker import runner
-    from bfcl_safe.checker.scores import write_leaderboard_csv
 
     say = Messages()
     files = _discover(plan, say)
     state = RunState(plan.score_dir, [(f.model, f.category) for f in files], time.time() - 1)
     _RUN.append(state)
+    options = attrs.evolve(
+        options,
+        model_decoders=tuple((m, s.decoder) for m, s in plan.settings.items() if s.decoder),
+        display_names=tuple((m, s.display_name) for m, s in plan.settings.items() if s.display_name),
+    )
     started = time.perf_counter()
-    # Files are scored in groups sharing one decoder choice (``--model-map`` may give
-    # each model its own); the CSV is written after each group and at the end.
-    groups: dict[str | None, list] = {}
-    for result_file in files:
-        setting = plan.settings.get(result_file.model)
-        decoder = setting.decoder if setting is not None and setting.decoder else options.decoder
-        groups.setdefault(decoder, []).append(result_file)
-    scores: list = []
     show_bar = sys.stderr.isatty()
     total = sum(_count_lines(f.path) for f in files) if show_bar else 0
     bar = ProgressLine(click.get_text_stream("stderr"), total) if show_bar else None
@@ -439,47 +415,41 @@ def _score(plan: Plan, options: Any, dataset: Dataset, *, partial_credit_column:
         say.bar = bar
         bar.__enter__()
     try:
-        for decoder, group in groups.items():
-            scores.extend(runner.score_tree(plan.result_dir, plan.score_dir, dataset,
-                                            attrs.evolve(options, decoder=decoder),
-                                            progress=bar.update if bar is not None else None,
-                                            report=say, files=group))
+        run = runner.score_tree(plan.result_dir, plan.score_dir, dataset, options,
+                                progress=bar.update if bar is not None else None, report=say, files=files)
     finally:
         if bar is not None:
             bar.close()
             say.bar = None
     elapsed = time.perf_counter() - started
 
-    models = list(dict.fromkeys(f.model for f in files))
-    display = {model: s.display_name for model, s in plan.settings.items() if s.display_name}
-    if display or len(groups) > 1:
-        write_leaderboard_csv(plan.score_dir, dataset, display_names=display, first_models=models,
-                              partial_credit=options.partial_credit)
-
-    _print_table(scores, _turn_credit(scores, dataset) if partial_credit_column else None)
+    scores = list(run)
+    _print_table(scores + list(run.refused), _turn_credit(scores, dataset) if partial_credit_column else None)
     entries = sum(s.total for s in scores)
-    click.echo(f"\nScored {entries} entries in {elapsed:.1f}s. Score files and data_multi_turn.csv "
-               f"are in {shown(plan.score_dir)}")
+    where = f"Score files and data_multi_turn.csv are in {shown(plan.score_dir)}" if run.csv_path is not None else \
+        f"Score files are in {shown(plan.score_dir)}; data_multi_turn.csv was NOT written (see above)"
+    click.echo(f"\nScored {entries} entries in {elapsed:.1f}s. {where}")
 
-    written = {s.score_path for s in scores if getattr(s, "score_path", None) is not None}
-    foreign = _foreign_score_files(plan.score_dir, written)
-    if foreign:
-        click.echo(f"data_multi_turn.csv also includes {len(foreign)} score file(s) this run did not write "
-                   f"(earlier runs or other models):", err=True)
-        for path in foreign:
-            click.echo(f"  {shown(path)}", err=True)
+    if run.failed_entries:
+        kinds = Counter(error_type for _, _, error_type in run.failed_entries)
+        click.echo("Non-official failures (see SECURITY.md): "
+                   + ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items())), err=True)
+    if run.foreign_score_files:
+        click.echo(f"data_multi_turn.csv also includes {len(run.foreign_score_files)} score file(s) this run did "
+                   "not write (earlier runs or other models; listed above)", err=True)
+    problems = []
+    if run.refused:
+        problems.append(f"{len(run.refused)} result file(s) refused (entries missing; --partial-eval scores the "
+                        "entries present): " + ", ".join(f"{s.model}/{s.category}" for s in run.refused))
+    if run.unwritten:
+        problems.append(f"{len(run.unwritten)} score file(s) not written: {', '.join(run.unwritten)}")
     not_scored = [s for s in scores if s.total == 0]
     if not_scored:
-        click.echo(f"Not scored: {len(not_scored)} result file(s) ("
-                   + ", ".join(shown(f"{s.model}/{s.category}") for s in not_scored) + "); see the messages above",
-                   err=True)
-    return EXIT_NOT_ALL_SCORED if _refused(scores) else 0
-
-
-def _refused(scores: Sequence[Any]) -> list[Any]:
-    """Files the runner refused to score (entries missing without ``--partial-eval``):
-    the run then ends with :data:`EXIT_NOT_ALL_SCORED`, as ``bfcl evaluate`` fails."""
-    return [s for s in scores if getattr(s, "refused", False)]
+        problems.append(f"{len(not_scored)} result file(s) with nothing scored: "
+                        + ", ".join(f"{s.model}/{s.category}" for s in not_scored))
+    for problem in problems:
+        click.echo(f"Not scored: {shown(problem)}", err=True)
+    return 0 if run.ok else EXIT_NOT_ALL_SCORED
 
 
 # --------------------------------------------------------------------------- commands
@@ -564,7 +534,9 @@ def evaluate(models: tuple[str, ...], categories: tuple[str, ...], result_dir: P
     if model_name is not None:
         if not model_name.strip():
             raise click.BadParameter("must not be empty", param_hint="'--model-name'")
-        files_models = {f.model for f in _discover(plan, Messages())}
+        from bfcl_safe.checker.runner import discover
+
+        files_models = {f.model for f in discover(result_dir, list(folders) or None, chosen).files}
         if len(files_models) != 1:
             raise CommandError(f"--model-name names one model, but {len(files_models)} are scored "
                                f"({', '.join(sorted(files_models))}); choose one with --model, or use --model-map")

@@ -237,6 +237,7 @@ def score_tree(
         try:
             included: list[Path] = []
             run.csv_path = write_leaderboard_csv(score_dir, dataset, first_models=models,
+                                                 display_names=dict(options.display_names),
                                                  partial_credit=options.partial_credit, report=report,
                                                  included=included)
         except (BfclSafeError, OSError) as exc:
@@ -259,7 +260,7 @@ def _reason(exc: BaseException) -> str:
 def _read(result_file: ResultFile, options: Options, dataset: Dataset, decoders: dict[str, str]) -> _File:
     """Read a file's lines (not parsed: that is the scoring's job) and settle its decoder."""
     item = _File(result_file)
-    decoder = options.decoder
+    decoder = dict(options.model_decoders).get(result_file.model, options.decoder)
     if decoder is None:
         if result_file.model not in decoders:
             decoders[result_file.model] = decoder_for_model(result_file.model, dataset, item.notes.append)

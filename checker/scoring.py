@@ -47,6 +47,10 @@ class Options:
     partial: bool = False
     #: Add the non-official per-turn accuracy column to the CSV.
     partial_credit: bool = False
+    #: ``--model-map``: (model folder, decoder) pairs, over ``decoder`` for those models.
+    model_decoders: tuple[tuple[str, str], ...] = ()
+    #: ``--model-name``/``--model-map``: (model folder, CSV display name) pairs.
+    display_names: tuple[tuple[str, str], ...] = ()
 
 
 @attrs.frozen

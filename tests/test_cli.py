@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -52,15 +53,25 @@ def test_evaluate_writes_score_files_with_official_verdicts(runner, tmp_path, jo
     assert (score_dir / "data_multi_turn.csv").is_file()
 
 
-def test_missing_entries_count_as_failed_without_partial(runner, tmp_path):
+def test_files_lacking_entries_are_not_scored_without_partial_eval(runner, tmp_path):
+    """The official behaviour: a file lacking entries is not scored, the others are, and
+    the run ends with exit status 3 saying which files were refused and what to pass."""
     result_dir = real_results_subset(tmp_path, 5)
+    complete = result_dir / MODEL / "multi_turn" / "BFCL_v4_multi_turn_miss_param_result.json"
+    complete.write_text((RUN / "result" / MODEL / "multi_turn" / complete.name).read_text(encoding="utf-8"),
+                        encoding="utf-8")
     score_dir = tmp_path / "score"
     out = _evaluate(runner, result_dir, score_dir)
-    assert out.exit_code == 0
-    summary, ours = _ours(score_dir, "multi_turn_base")
+    assert out.exit_code == 3
+    stderr = _stderr(out)
+    assert re.search(r"BFCL_v4_multi_turn_base_result\.json: 195 of 200 entries missing .*--partial-eval", stderr)
+    assert re.search(r"Not scored: 2 result file\(s\) refused \(entries missing; --partial-eval scores the entries "
+                     rf"present\): {MODEL}/multi_turn_base, {MODEL}/multi_turn_miss_func", stderr), stderr
+    assert not (score_dir / MODEL / "multi_turn" / "BFCL_v4_multi_turn_base_score.json").exists()
+    summary, ours = _ours(score_dir, "multi_turn_miss_param")
     assert summary["total_count"] == 200
-    assert sum(1 for v in ours.values() if v == "multi_turn:inference_error") >= 195
-    assert "entries missing" in _stderr(out)
+    assert ours == _official("multi_turn_miss_param")
+    assert "not scored: 195 entries missing" in out.stdout
 
 
 def test_malformed_lines_are_reported_and_the_rest_is_scored(runner, tmp_path):
@@ -153,8 +164,8 @@ def test_an_unreadable_result_file_is_reported_and_the_others_are_scored(runner,
     out = _evaluate(runner, result_dir, score_dir, "--partial")
     assert out.exit_code == 0, out.output
     stderr = _stderr(out)
-    assert "BFCL_v4_multi_turn_long_context_result.json: cannot be read" in stderr
-    assert "Not scored: 1 result file(s) (openai_gpt-oss-120b/multi_turn_long_context)" in stderr
+    assert re.search(r"BFCL_v4_multi_turn_long_context_result\.json: cannot (be )?read", stderr), stderr
+    assert "Not scored: 1 result file(s) with nothing scored: openai_gpt-oss-120b/multi_turn_long_context" in stderr
     summary, _ = _ours(score_dir, "multi_turn_base")
     assert summary["total_count"] == 4
     assert not (score_dir / MODEL / "multi_turn" / "BFCL_v4_multi_turn_long_context_score.json").exists()
