@@ -146,5 +146,5 @@ def test_the_readme_example_runs() -> None:
     section = (ROOT / "README.md").read_text(encoding="utf-8").split("## Fuzzing with the simulated APIs", 1)[1]
     code = section.split("```python\n", 1)[1].split("```", 1)[0]
     namespace: dict[str, Any] = {}
-    exec(compile(code, "README.md", "exec"), namespace)  # test code running the documented example
+    exec(compile(code, "<README.md: fuzzing example>", "exec"), namespace)  # test code running the documented example
     settings(EXAMPLES, max_examples=10)(namespace["test_my_checker"])()
