@@ -43,9 +43,6 @@ EXIT_NOT_ALL_SCORED = 3
 EXIT_INTERNAL = 70
 EXIT_INTERRUPTED = 130
 
-#: Where to report a bug (the internal-error message names it).
-ISSUES_URL = "https://github.com/bfcl-safe/bfcl-safe/issues"
-
 #: BFCL's test-category names outside the multi-turn group (bfcl-eval 2026.3.23,
 #: ``constants/category_mapping.py``): ``--test-category`` accepts them, as ``bfcl
 #: evaluate`` does, and says in one line that they are skipped.
@@ -86,7 +83,7 @@ class InternalError(click.ClickException):
             detail = detail[:200] + "..."
         super().__init__(
             f"{type(error).__name__}{': ' + detail if detail else ''} (a bug in bfcl-safe; please report it "
-            f"with the command you ran at {ISSUES_URL})"
+            "on the repository's issue tracker with the command you ran)"
         )
 
     def show(self, file: Any = None) -> None:
