@@ -293,10 +293,8 @@ def _print_table(scores: Sequence[Any], turn_credit: dict[int, float | None] | N
         if turn_credit is not None:
             value = turn_credit.get(index)
             column = f" {value:>8.2%}" if value is not None else f" {'N/A':>8}"
-        click.echo(shown(
-            f"{score.model:<32} {score.category:<26} {score.accuracy:>8.2%}{column} "
-            f"{score.correct:>4}/{score.total:<4}  {detail}"
-        ))
+        click.echo(f"{shown(score.model):<32} {score.category:<26} {score.accuracy:>8.2%}{column} "
+                   f"{score.correct:>4}/{score.total:<4}  {shown(detail)}")
 
 
 def _turn_credit(scores: Sequence[Any], dataset: Dataset) -> dict[int, float | None]:

@@ -12,8 +12,9 @@ window title or colours, hide text (bidi overrides) or forge lines:
 - bidirectional overrides, embeddings, isolates and marks (U+061C, U+200E, U+200F,
   U+202A-U+202E, U+2066-U+2069) and the line and paragraph separators U+2028/U+2029
   become ``\\u202e`` and the like;
-- lone surrogates (how Python keeps the bytes of a file name that is not UTF-8) become
-  ``\\udcff``: they cannot be encoded for the terminal and would crash the output;
+- lone surrogates cannot be encoded for the terminal and would crash the output: those
+  that stand for the bytes of a name that is not UTF-8 (``surrogateescape``) become the
+  byte, ``\\xff``; any other becomes ``\\udxxx``;
 - everything else, ordinary Unicode included (accents, CJK, emoji), is kept as it is.
 
 A backslash is kept too: the escapes are for the eye, not a reversible encoding.
@@ -58,6 +59,8 @@ def _escape(match: re.Match) -> str:
     if named is not None:
         return named
     code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:  # a byte of a non-UTF-8 name, kept by surrogateescape
+        return f"\\x{code - 0xDC00:02x}"
     return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 

@@ -41,7 +41,8 @@ ESCAPES = [
     ("bidi-override", "abc\u202eevil", "abc\\u202eevil"),
     ("bidi-isolate", "\u2066x\u2069", "\\u2066x\\u2069"),
     ("line-separator", "a\u2028b", "a\\u2028b"),
-    ("lone-surrogate", "bad-\udcff-name", "bad-\\udcff-name"),
+    ("non-utf8-byte", "bad-\udcff-name", "bad-\\xff-name"),
+    ("lone-surrogate", "x\ud800y", "x\\ud800y"),
     ("accents-cjk-emoji-kept", "café 東京 🦍 ｌｓ", "café 東京 🦍 ｌｓ"),
     ("backslash-kept", "C:\\path\\x1b", "C:\\path\\x1b"),
 ]
@@ -181,3 +182,25 @@ def test_the_command_process_prints_no_control_character(tmp_path):
         assert "Traceback" not in stderr
         assert not CONTROL.search(stdout), stdout
         assert not CONTROL.search(stderr), stderr
+
+
+def test_a_non_utf8_model_folder_and_a_bad_score_file_are_shown_escaped(tmp_path):
+    """A folder name that is not UTF-8 and a planted score file that is not JSON: the run
+    completes, both are named with escapes, nothing else is lost."""
+    result_dir = _hostile_tree(tmp_path)
+    os.rename(os.path.join(os.fsencode(result_dir), b"plain-prompting"),
+              os.path.join(os.fsencode(result_dir), b"bad-\xff-name"))
+    planted = tmp_path / "score" / "planted" / "multi_turn" / "BFCL_v4_multi_turn_base_score.json"
+    planted.parent.mkdir(parents=True)
+    planted.write_text("not json \x1b[2J\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    done = subprocess.run([sys.executable, "-m", "bfcl_safe", "evaluate", "--result-dir", str(result_dir),
+                           "--score-dir", str(tmp_path / "score"), "--partial-eval", "--data", str(wheel())],
+                          capture_output=True, env=env, cwd=tmp_path, timeout=120)
+    stdout, stderr = done.stdout.decode("utf-8"), done.stderr.decode("utf-8")
+    assert done.returncode == 0, stderr[-2000:]
+    assert "Traceback" not in stderr and "Internal error" not in stderr
+    assert not CONTROL.search(stdout) and not CONTROL.search(stderr)
+    assert "bad-\\xff-name" in stdout + stderr
+    assert re.search(r"planted/multi_turn/BFCL_v4_multi_turn_base_score\.json: .*not JSON", stderr), stderr
+    assert (tmp_path / "score" / HOSTILE_MODEL / "multi_turn" / "BFCL_v4_multi_turn_base_score.json").is_file()
