@@ -263,7 +263,13 @@ def _read(result_file: ResultFile, options: Options, dataset: Dataset, decoders:
     decoder = dict(options.model_decoders).get(result_file.model, options.decoder)
     if decoder is None:
         if result_file.model not in decoders:
-            decoders[result_file.model] = decoder_for_model(result_file.model, dataset, item.notes.append)
+            try:
+                decoders[result_file.model] = decoder_for_model(result_file.model, dataset, item.notes.append)
+            except Exception as exc:  # noqa: BLE001 - one model's lookup must not stop the others
+                item.unreadable = (f"{shown_path(result_file.path)}: no decoder could be chosen for model "
+                                   f"{shown(result_file.model)} ({type(exc).__name__}: {shown_path(str(exc)[:200])}); "
+                                   f"file skipped")
+                return item
         decoder = decoders[result_file.model]
     try:
         for line in read_lines(result_file.path):

@@ -208,9 +208,9 @@ def _write_tree(root: Path) -> dict[tuple[str, str], str | None]:
                     result = [[*probes, *small[(index + turn) % len(small) :][:3]] for turn in range(len(truth))]
                     expected[key] = "fail"
                 lines.append(json.dumps({"id": entry["id"], "result": result}))
-            # A line nested nearly as deep as JSON allows (too deep for a --jobs process's margin),
-            # and one deeper than JSON allows (skipped and reported).
-            lines.append(f'{{"id": "{category}_199", "result": {"[" * 950 + "]" * 950}}}')
+            # A line nested nearly as deep as a result line may be (MAX_RESULT_LINE_DEPTH, 200),
+            # and one far deeper (skipped and reported, before it is parsed).
+            lines.append(f'{{"id": "{category}_199", "result": {"[" * 198 + "]" * 198}}}')
             lines.append(f'{{"id": "{category}_198", "result": {"[" * DEEP + "]" * DEEP}}}')
             assert len(data.ground_truth_for(f"{category}_199")) > 1
             expected[(model, f"{category}_199")] = FORCE_TERMINATED
@@ -324,7 +324,7 @@ def test_hostile_calls_ran_and_were_refused(runs: dict, jobs: int) -> None:
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_the_too_deep_line_is_reported(runs: dict, jobs: int) -> None:
     stderr = runs["outcomes"][jobs]["stderr"]
-    assert stderr.count("not valid JSON (maximum recursion depth exceeded") == 3 * len(CATEGORIES)
+    assert stderr.count(f"nested {DEEP + 1:,} levels deep, more than the 200 a result line may be") == 3 * len(CATEGORIES)
     assert "could not score" not in stderr
 
 

@@ -21,6 +21,7 @@ from tests.refenv import wheel
 
 MODEL = "malformed-results-model"  # not in the registry: steps decoded with 'auto'
 BASE = "multi_turn_base"
+PARAM = "multi_turn_miss_param"
 INFERENCE_ERROR = "multi_turn:inference_error"
 
 
@@ -82,7 +83,8 @@ BAD_LINES = [
     ("too-many-digits", _line("multi_turn_base_" + "9" * 5000, []), "(5018 characters) is not in the dataset"),
     ("unknown-id", _line("multi_turn_base_4242", []), "'multi_turn_base_4242' is not in the dataset"),
     ("huge-id", _line("x" * 1_000_000, []), "does not belong to multi_turn_base"),
-    ("too-deep", '{"id": "multi_turn_base_5", "result": ' + "[" * 100_000 + "]" * 100_000 + "}", "not valid JSON"),
+    ("too-deep", '{"id": "multi_turn_base_5", "result": ' + "[" * 100_000 + "]" * 100_000 + "}",
+     "nested 100,001 levels deep, more than the 200 a result line may be; line skipped"),
 ]
 
 
@@ -206,20 +208,24 @@ def test_wrong_types_are_per_entry_errors_in_the_score_file_and_on_stderr(runner
     assert "could not score" not in stderr
 
 
-def test_missing_entries_are_failed_in_their_place_unless_partial(runner, tmp_path) -> None:
+def test_a_file_lacking_entries_is_not_scored_unless_partial(runner, tmp_path) -> None:
+    """As ``bfcl evaluate``: a result file without every entry of its category is refused
+    (one line: how many are missing, and --partial-eval), the run ends non-zero; with
+    --partial-eval the entries present are scored."""
     present = ["multi_turn_base_3", "multi_turn_base_0", "multi_turn_base_150"]  # out of order, too
     result_dir = _write(tmp_path, [_line(entry_id, _replay(entry_id)) for entry_id in present])
-    out = _evaluate(runner, result_dir)
+    other = _write(tmp_path, [_line(entry_id, _replay(entry_id)) for entry_id in dataset().ids(PARAM)],
+                   category=PARAM)
+    out = runner.invoke(main, ["evaluate", "--result-dir", str(result_dir), "--score-dir",
+                               str(result_dir.parent / "score"), "--data", str(wheel())])
     total = len(dataset().ids(BASE))
-    assert f"{total - 3} entries missing from the file" in _stderr(out)
-    summary, failed = _scores(result_dir)
-    assert summary["total_count"] == total and summary["correct_count"] == 3
-    assert set(failed) == set(dataset().ids(BASE)) - set(present)
-    assert {v["error"]["error_type"] for v in failed.values()} == {INFERENCE_ERROR}
-    assert all(v["error"]["error_message"] == ["Entry missing from the result file."] for v in failed.values())
-    path = result_dir.parent / "score" / MODEL / "multi_turn" / f"BFCL_v4_{BASE}_score.json"
-    written = [json.loads(line)["id"] for line in path.read_text().splitlines()[1:]]
-    assert written == [i for i in dataset().ids(BASE) if i not in present]  # in dataset order
+    assert out.exit_code != 0
+    assert f"{total - 3} of {total} entries missing (e.g. multi_turn_base_1); file not scored: pass " \
+           f"--partial-eval to score only the entries present" in _stderr(out)
+    score = result_dir.parent / "score" / MODEL / "multi_turn"
+    assert not (score / f"BFCL_v4_{BASE}_score.json").exists()
+    assert other == result_dir and json.loads((score / f"BFCL_v4_{PARAM}_score.json").read_text().splitlines()[0])[
+        "total_count"] == len(dataset().ids(PARAM))  # the complete file is scored
 
     _evaluate(runner, result_dir, "--partial")
     summary, failed = _scores(result_dir)

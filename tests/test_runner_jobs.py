@@ -1,13 +1,15 @@
-"""``evaluate --jobs 2`` writes byte for byte what ``--jobs 1`` writes, on files where the
-main process's quick look at a line (the id at its start) and a worker's full parse of it
-disagree: duplicate "id" keys (the last one wins in JSON), an id that is not the first
-key or is written with escapes, invalid JSON after a valid start, a line nested deeper
-than a worker checks, no 'result', along with duplicates, unknown ids, ids of another
-category, malformed results, blank lines, CRLF line ends and missing entries.
+"""``evaluate --jobs 2`` writes byte for byte what ``--jobs 1`` writes (both run the same
+per-line function, ``checker.scoring.score_text``, in a different pool), on files with
+duplicate "id" keys (the last one wins in JSON), ids that are not the first key or are
+written with escapes, invalid JSON, lines nested deeper than a result line may be, no
+'result', duplicates, unknown ids, ids of another category, malformed results, blank
+lines, CRLF line ends and missing entries. A forked process that dies or hangs on an
+entry loses only that entry (resource limit), and the run completes.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -18,7 +20,10 @@ from pathlib import Path
 import pytest
 
 from bfcl_safe.checker.replay import ground_truth_as_fc
-from bfcl_safe.checker.runner import Options, _score_lines
+from bfcl_safe.checker import parallel, runner, scoring
+from bfcl_safe.checker.errors import INTERNAL_ERROR, RESOURCE_LIMIT
+from bfcl_safe.checker.runner import Options
+from bfcl_safe.checker.scoring import Context, score_line
 from tests.checker_support import dataset
 from tests.refenv import wheel
 
@@ -58,7 +63,7 @@ def _tricky() -> dict[str, list[str]]:
             f'{{"id": "{b[6]}", "result": [], "id": "{b[6]}"}}',
             f'{{"id": "{b[7]}", "result": [], "id": 7}}',
         ],
-        # Lines the main process parses itself; no disagreement.
+        # Other shapes of valid lines, and lines of other kinds.
         "parsed-in-main": [
             *ordinary,
             json.dumps({"result": _result(b[4]), "id": b[4]}),
@@ -75,7 +80,7 @@ def _tricky() -> dict[str, list[str]]:
             "   ",
             '{"id": "multi_turn_base_10", "result": "Error during inference: timeout"}',
         ],
-        # Invalid JSON after a valid start, no 'result', nested deeper than a worker checks.
+        # Invalid JSON after a valid start, no 'result', nested deeper than a result line may be.
         "broken-after-start": [
             *ordinary,
             f'{{"id": "{b[4]}", "result": [[',
@@ -116,90 +121,110 @@ def test_jobs_2_writes_what_jobs_1_writes(tmp_path: Path, extra: tuple) -> None:
     result_dir = _write_tree(tmp_path)
     one = _evaluate(result_dir, tmp_path / "score-1", 1, *extra)
     two = _evaluate(result_dir, tmp_path / "score-2", 2, *extra)
-    assert one["returncode"] == 0, one["stderr"].decode()[-2000:]
+    assert b"Traceback" not in one["stderr"], one["stderr"].decode()[-2000:]
     assert sorted(one["files"]) == sorted(two["files"])
-    assert len(one["files"]) == 6  # five score files and the CSV
+    # Without --partial, files lacking entries are not scored (as bfcl evaluate): only
+    # the CSV and the complete... none here is complete, so the CSV alone.
+    assert len(one["files"]) == (6 if extra else 1)  # five score files and the CSV
     for name, content in one["files"].items():
         assert two["files"][name] == content, name
     assert two["stderr"] == one["stderr"]
     assert two["stdout"] == one["stdout"]
     assert two["returncode"] == one["returncode"]
+    assert (one["returncode"] == 0) == bool(extra)
     stderr = one["stderr"].decode()
-    # Not vacuous: the tree holds every kind of line the main process must get right.
+    # Not vacuous: the tree holds every kind of line a run must get right.
     for expected in ("not valid JSON", "duplicate id", "is not in the dataset", "does not belong to",
                      "malformed result", "expected an object with 'id' and 'result'",
-                     "maximum recursion depth exceeded"):
+                     "961 levels deep, more than the 200 a result line may be"):
         assert expected in stderr, expected
+    if not extra:
+        assert "entries missing" in stderr and "--partial-eval" in stderr
 
 
-def _outcomes(lines: list[tuple[str, str | None]]) -> list:
-    return _score_lines(dataset(), lines, "clean-model", BASE, Options(decoder="fc"))
+LINES = {
+    # name: (line, kind, id or None, what the message or shape says)
+    "good": (lambda: _line(f"{BASE}_0"), "scored", f"{BASE}_0", None),
+    "last-id-key-wins": (lambda: f'{{"id": "{BASE}_0", "result": [], "id": "{BASE}_1"}}', "scored", f"{BASE}_1", None),
+    "escaped-id": (lambda: '{"id": "multi_turn_base_\\u0030", "result": []}', "scored", f"{BASE}_0", None),
+    "unknown-id": (lambda: _line(f"{BASE}_99999", []), "unknown", f"{BASE}_99999", None),
+    "other-category": (lambda: _line(f"{PARAM}_3", []), "skipped", None, "does not belong to multi_turn_base"),
+    "truncated": (lambda: f'{{"id": "{BASE}_0", "result": [[', "skipped", None, "not valid JSON"),
+    "no-result": (lambda: f'{{"id": "{BASE}_0"}}', "skipped", None, "expected an object with 'id' and 'result'"),
+    "array": (lambda: "[1, 2]", "skipped", None, "expected an object"),
+    "deep": (lambda: f'{{"id": "{BASE}_0", "result": {"[" * 960 + "]" * 960}}}', "skipped", None,
+             "nested 961 levels deep"),
+    "just-deep-enough": (lambda: f'{{"id": "{BASE}_0", "result": {"[" * 199 + "]" * 199}}}', "scored", f"{BASE}_0",
+                         None),
+    "dict-result": (lambda: _line(f"{BASE}_0", {"a": 1}), "scored", f"{BASE}_0", "dict, not a list of turns"),
+}
 
 
-def test_a_worker_rejects_a_line_that_is_not_what_its_start_says() -> None:
-    good = _line(f"{BASE}_0")
-    results = _outcomes([
-        (good, f"{BASE}_0"),
-        (good, None),
-        (good, f"{BASE}_1"),  # another id
-        (f'{{"id": "{BASE}_0", "result": [], "id": "{BASE}_1"}}', f"{BASE}_0"),
-        (f'{{"id": "{BASE}_0", "result": [[', f"{BASE}_0"),
-        (f'{{"id": "{BASE}_0"}}', f"{BASE}_0"),
-        (f'{{"id": "{BASE}_0", "result": {"[" * 960 + "]" * 960}}}', f"{BASE}_0"),
-        ('[1, 2]', None),
-    ])
-    assert [result is None for result in results] == [False, False, True, True, True, True, True, True]
-    assert results[0] == results[1]
-    assert results[0][0] is None and results[0][1].valid
-    shape, outcome = _outcomes([(_line(f"{BASE}_0", {"a": 1}), f"{BASE}_0")])[0]
-    assert shape == "dict, not a list of turns" and not outcome.valid
+@pytest.mark.parametrize("case", list(LINES), ids=list(LINES))
+def test_a_line_is_parsed_checked_and_scored_in_one_place(case: str) -> None:
+    make, kind, entry_id, says = LINES[case]
+    result = score_line(dataset(), Context("clean-model", BASE, "fc"), make())
+    assert (result.kind, result.id if kind != "skipped" else None) == (kind, entry_id)
+    if says is not None:
+        assert says in (result.message if kind == "skipped" else result.shape)
+    if case == "good":
+        assert result.valid and result.line is None and result.note is None
+
+
+def _tree(result_dir: Path, score_dir: Path, jobs: int, pool=None, partial: bool = False) -> tuple:
+    messages: list[str] = []
+    progress: list[int] = []
+    run = runner.score_tree(result_dir, score_dir, dataset(), Options(jobs=jobs, partial=partial),
+                            report=messages.append, progress=progress.append, pool=pool)
+    files = {path.relative_to(score_dir).as_posix(): path.read_bytes()
+             for path in sorted(score_dir.rglob("*")) if path.is_file()}
+    return files, messages, sum(progress), run
+
+
+def _records(files: dict, name: str) -> dict[str, dict]:
+    return {record["id"]: record for record in map(json.loads, files[name].decode().splitlines()[1:])}
+
+
+def _without(files: dict, name: str, entry_id: str) -> tuple:
+    """The files with one entry's record (and the summary and CSV it moves) left out."""
+    lines = files[name].decode().splitlines()
+    kept = {key: value for key, value in files.items() if key != "data_multi_turn.csv"}
+    return {**kept, name: [line for line in lines[1:] if json.loads(line)["id"] != entry_id]}
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="platform: needs os.fork")
-@pytest.mark.parametrize("when", ["scoring", "after-reporting-progress"])
-def test_entries_of_a_process_that_dies_are_scored_by_the_main_process(tmp_path: Path, monkeypatch, when) -> None:
-    from bfcl_safe.checker import runner
-
+@pytest.mark.parametrize("how", ["dies", "hangs"])
+def test_a_process_that_dies_or_hangs_loses_only_its_entry(tmp_path: Path, monkeypatch, how: str) -> None:
     result_dir = _write_tree(tmp_path)
+    victim = f"{BASE}_2"
+    name = f"clean-model/multi_turn/BFCL_v4_{BASE}_score.json"
+    serial = _tree(result_dir, tmp_path / "score-1", 1, partial=True)
     parent = os.getpid()
-    score_lines, encode_scored = runner._score_lines, runner._encode_scored
-    died = tmp_path / "died"
-    encoded = []
+    score_entry = scoring.score_entry
 
-    def dying(*args):
-        if os.getpid() != parent and when == "scoring":
-            died.touch()
-            os._exit(1)
-        if os.getpid() == parent and not died.exists():  # let the child take chunks first
-            deadline = time.monotonic() + 20
-            while not died.exists() and time.monotonic() < deadline:
-                time.sleep(0.005)
-        return score_lines(*args)
+    def deadly(dataset, item, context):
+        if item["id"] == victim and context.model == "clean-model" and os.getpid() != parent:
+            if how == "dies":
+                os._exit(1)
+            while True:
+                time.sleep(1)
+        return score_entry(dataset, item, context)
 
-    def dying_later(*args):  # the first chunk is counted, then all is lost
-        if encoded:
-            died.touch()
-            os._exit(1)
-        encoded.append(1)
-        return encode_scored(*args)
-
-    def tree(score_dir: Path, jobs: int) -> tuple[dict, list[str], int]:
-        messages: list[str] = []
-        progress: list[int] = []
-        runner.score_tree(result_dir, score_dir, dataset(), Options(jobs=jobs), report=messages.append,
-                          progress=progress.append)
-        return {path.relative_to(score_dir).as_posix(): path.read_bytes()
-                for path in sorted(score_dir.rglob("*")) if path.is_file()}, messages, sum(progress)
-
-    serial = tree(tmp_path / "score-1", 1)
-    healthy = tree(tmp_path / "score-2", 2)
-    monkeypatch.setattr(runner, "_score_lines", dying)
-    monkeypatch.setattr(runner, "_encode_scored", dying_later)
-    failed = tree(tmp_path / "score-3", 2)
-    assert failed[:2] == healthy[:2] == serial[:2]  # the same files and messages
-    assert failed[2] == healthy[2]  # progress: the lost chunks are not counted twice
-    assert died.exists()  # not vacuous: a child did take a chunk, and died with it
-    assert len(serial[0]) == 6 and serial[1]
+    monkeypatch.setattr(scoring, "score_entry", deadly)
+    pool = parallel.ForkPool(functools.partial(scoring.score_text, dataset()), 2, guard_seconds=2.0)
+    lost = _tree(result_dir, tmp_path / "score-2", 2, pool=pool, partial=True)
+    record = _records(lost[0], name)[victim]
+    assert record["error"]["error_type"] == RESOURCE_LIMIT
+    reason = "the wall-clock guard fired after 2 s" if how == "hangs" else "the process scoring it died"
+    assert reason in record["error"]["error_message"][0]
+    assert [m for m in lost[1] if victim in m and "resource limit" in m and reason in m]
+    # Everything else is what a serial run writes and says.
+    assert _without(lost[0], name, victim) == _without(serial[0], name, victim)
+    assert lost[2] == serial[2]  # progress: each line once
+    assert lost[3].failed_entries == [(result_dir / "clean-model" / "multi_turn" / f"BFCL_v4_{BASE}_result.json",
+                                       victim, RESOURCE_LIMIT)]
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)  # no child left behind
 
 
 @pytest.mark.parametrize("threads", [False, True], ids=["no-fork", "other-threads"])
@@ -207,19 +232,17 @@ def test_where_forking_is_unsafe_jobs_fall_back_to_one_process_with_a_notice(tmp
                                                                              threads: bool) -> None:
     import threading
 
-    from bfcl_safe.checker import forked, runner
-
     result_dir = tmp_path / "result"
     folder = result_dir / "clean-model" / "multi_turn"
     folder.mkdir(parents=True)
     (folder / f"BFCL_v4_{BASE}_result.json").write_text("\n".join(_clean(BASE, 3)) + "\n", encoding="utf-8")
     if not threads:
-        monkeypatch.delattr(forked.os, "fork", raising=False)
+        monkeypatch.delattr(parallel.os, "fork", raising=False)
     release = threading.Event()
     other = threading.Thread(target=release.wait)
     if threads:
         other.start()
-    monkeypatch.setattr(runner, "share_out", None)  # would fail if called
+    monkeypatch.setattr(parallel, "ForkPool", None)  # would fail if made
     messages: list[str] = []
     try:
         scores = runner.score_tree(result_dir, tmp_path / "score", dataset(), Options(jobs=2, partial=True),
@@ -235,49 +258,43 @@ def test_where_forking_is_unsafe_jobs_fall_back_to_one_process_with_a_notice(tmp
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="platform: needs os.fork")
 def test_files_read_and_scored_a_group_at_a_time_give_the_same_files(tmp_path: Path, monkeypatch) -> None:
-    """With --jobs, memory is bounded by reading, scoring and writing a group of files at
-    a time; groups of one file each write what one group of all files writes."""
-    from bfcl_safe.checker import runner
-
+    """Memory is bounded by reading, scoring and writing a group of files at a time;
+    groups of one file each write what one group of all files writes."""
     result_dir = _write_tree(tmp_path)
-
-    def tree(score_dir: Path) -> tuple[dict, list[str]]:
-        messages: list[str] = []
-        runner.score_tree(result_dir, score_dir, dataset(), Options(jobs=2), report=messages.append)
-        return {path.relative_to(score_dir).as_posix(): path.read_bytes()
-                for path in sorted(score_dir.rglob("*")) if path.is_file()}, messages
-
-    whole = tree(tmp_path / "score-1")
+    whole = _tree(result_dir, tmp_path / "score-1", 2, partial=True)
     groups = []
-    score_batches = runner._score_batches
+
+    class Counting(parallel.ForkPool):
+        def map(self, tasks, progress=None):
+            groups.append(len({context for context, _ in tasks}))
+            return super().map(tasks, progress)
+
     monkeypatch.setattr(runner, "GROUP_CHARS", 1)
-    monkeypatch.setattr(runner, "_score_batches", lambda dataset, group, *rest: (
-        groups.append(len(group)), score_batches(dataset, group, *rest))[1])
-    assert tree(tmp_path / "score-2") == whole
+    pool = Counting(functools.partial(scoring.score_text, dataset()), 2)
+    assert _tree(result_dir, tmp_path / "score-2", 2, pool=pool, partial=True)[:3] == whole[:3]
     assert groups == [1] * 5  # five files, one group each
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="platform: needs os.fork")
-@pytest.mark.parametrize("failure", ["internal-errors", "a-file-raises"])
+@pytest.mark.parametrize("failure", ["internal-errors", "a-model-lookup-raises"])
 @pytest.mark.parametrize("group_chars", [1, 1 << 30], ids=["a-group-per-file", "one-group"])
 def test_messages_files_and_errors_come_as_in_a_serial_run(tmp_path: Path, monkeypatch, failure: str,
                                                             group_chars: int) -> None:
-    """An entry the scorer itself cannot score (its message comes with its file's), and a
-    file whose model lookup raises (the files before it are written, then it raises),
-    with all files in one group and with a group per file."""
-    from bfcl_safe.checker import runner
-
+    """An entry the scorer itself cannot score (it fails with the internal-error type, its
+    message comes with its file's), and a file whose model lookup raises (that file is
+    skipped with a message, the others are written), with all files in one group and
+    with a group per file."""
     monkeypatch.setattr(runner, "GROUP_CHARS", group_chars)
     result_dir = _write_tree(tmp_path)
     if failure == "internal-errors":
-        score_entry = runner.score_entry
+        score_entry = scoring.score_entry
 
         def crashing(dataset, item, *rest):
             if item["id"] in (f"{BASE}_2", f"{PARAM}_1"):
                 raise ZeroDivisionError("a scorer bug")
             return score_entry(dataset, item, *rest)
 
-        monkeypatch.setattr(runner, "score_entry", crashing)
+        monkeypatch.setattr(scoring, "score_entry", crashing)
     else:
         decoder_for_model = runner.decoder_for_model
 
@@ -289,23 +306,19 @@ def test_messages_files_and_errors_come_as_in_a_serial_run(tmp_path: Path, monke
 
         monkeypatch.setattr(runner, "decoder_for_model", lookup)
 
-    def tree(score_dir: Path, jobs: int) -> tuple:
-        messages: list[str] = []
-        try:
-            runner.score_tree(result_dir, score_dir, dataset(), Options(jobs=jobs), report=messages.append)
-            raised = None
-        except RuntimeError as exc:
-            raised = str(exc)
-        files = {path.relative_to(score_dir).as_posix(): path.read_bytes()
-                 for path in sorted(score_dir.rglob("*")) if path.is_file()} if score_dir.exists() else {}
-        return files, messages, raised
-
-    serial = tree(tmp_path / "score-1", 1)
-    assert tree(tmp_path / "score-2", 2) == serial
+    serial = _tree(result_dir, tmp_path / "score-1", 1, partial=True)
+    assert _tree(result_dir, tmp_path / "score-2", 2, partial=True)[:3] == serial[:3]
     with pytest.raises(ChildProcessError):
         os.waitpid(-1, os.WNOHANG)  # no child left behind
     if failure == "internal-errors":
-        assert sum("bfcl-safe could not score this entry: ZeroDivisionError" in m for m in serial[1]) >= 2
+        noted = [m for m in serial[1] if "bfcl-safe could not score this entry: ZeroDivisionError: a scorer bug" in m]
+        assert len(noted) == len(serial[3].failed_entries) >= 2
+        assert {entry for _, entry, kind in serial[3].failed_entries if kind == INTERNAL_ERROR} == {
+            f"{BASE}_2", f"{PARAM}_1"}
+        record = _records(serial[0], f"clean-model/multi_turn/BFCL_v4_{BASE}_score.json")[f"{BASE}_2"]
+        assert record["error"]["error_type"] == INTERNAL_ERROR
     else:
-        assert serial[2] == "registry broken for duplicate-id-keys" and "looking duplicate-id-keys up" in serial[1]
-        assert len(serial[0]) == 3  # the files before it
+        assert "looking duplicate-id-keys up" in serial[1]
+        assert any("no decoder could be chosen for model 'duplicate-id-keys' (RuntimeError: registry broken"
+                   in m for m in serial[1])
+        assert len(serial[0]) == 5  # the other four score files and the CSV
