@@ -204,3 +204,40 @@ def test_a_non_utf8_model_folder_and_a_bad_score_file_are_shown_escaped(tmp_path
     assert "bad-\\xff-name" in stdout + stderr
     assert re.search(r"planted/multi_turn/BFCL_v4_multi_turn_base_score\.json: .*not JSON", stderr), stderr
     assert (tmp_path / "score" / HOSTILE_MODEL / "multi_turn" / "BFCL_v4_multi_turn_base_score.json").is_file()
+
+
+def test_messages_are_printed_cleanly_above_the_progress_bar(tmp_path):
+    """On a terminal (stderr is a pseudo-terminal here) the progress bar is drawn in place
+    and every message lands on a line of its own: what a terminal finally shows on each
+    line (the text after its last carriage return) is a whole message or the bar."""
+    import pty
+
+    result_dir = _hostile_tree(tmp_path)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    leader, follower = pty.openpty()
+    try:
+        done = subprocess.run([sys.executable, "-m", "bfcl_safe", "evaluate", "--result-dir", str(result_dir),
+                               "--score-dir", str(tmp_path / "score"), "--partial-eval", "--data", str(wheel())],
+                              stdout=subprocess.PIPE, stderr=follower, env=env, cwd=tmp_path, timeout=120)
+        os.close(follower)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: the other side is closed and everything was read
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(leader)
+    assert done.returncode == 0
+    screen = b"".join(chunks).decode("utf-8").replace("\r\n", "\n")
+    assert "Scoring [" in screen  # the bar was drawn
+    shown_lines_ = [line.rsplit("\r", 1)[-1] for line in screen.split("\n")]
+    messages = [line for line in shown_lines_ if line.strip()]
+    assert any(line.startswith("warning: ") for line in messages)
+    for line in messages:
+        assert line.startswith(("warning: ", "note: ")), repr(line)
+        assert "Scoring [" not in line, repr(line)
+    assert not CONTROL.search(screen.replace("\r", ""))
