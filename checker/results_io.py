@@ -391,6 +391,17 @@ def nesting_depth(text: str) -> int:
     return max(accumulate(map(_STEP.__getitem__, brackets)), default=0)
 
 
+def deeper_than(text: str, limit: int) -> bool:
+    """Whether :func:`nesting_depth` of ``text`` exceeds ``limit``; cheap bounds first
+    (how many openers there are at all, then the depth counting brackets inside strings
+    too), the exact count only when they cannot tell."""
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    if max(accumulate(map(_STEP.__getitem__, _BRACKET.findall(text))), default=0) <= limit:
+        return False
+    return nesting_depth(text) > limit
+
+
 class LineProblem(BfclSafeError, ValueError):
     """Why a result line is skipped, without its location (the caller adds it)."""
 
@@ -398,8 +409,8 @@ class LineProblem(BfclSafeError, ValueError):
 def parse_line(text: str, category: str) -> dict:
     """A result line's entry: a JSON object with ``id`` (of ``category``) and ``result``.
     Raises :class:`LineProblem` saying why the line is skipped."""
-    depth = nesting_depth(text)
-    if depth > MAX_RESULT_LINE_DEPTH:
+    if deeper_than(text, MAX_RESULT_LINE_DEPTH):
+        depth = nesting_depth(text)
         raise LineProblem(f"nested {depth:,} levels deep, more than the {MAX_RESULT_LINE_DEPTH} a result line may "
                           f"be; line skipped")
     try:

@@ -101,16 +101,21 @@ class LineResult:
         return self.kind == SCORED and self.error_type is None
 
     def to_text(self) -> str:
+        """A JSON array of the fields but ``line``, a newline, then ``line`` as it is (a
+        score-file line holds no raw newline; not escaping it again saves copying it)."""
         try:
-            return json.dumps([self.kind, self.id, self.message, self.shape, self.error_type, self.error_message,
-                               self.note, self.line], ensure_ascii=False)
+            head = json.dumps([self.kind, self.id, self.message, self.shape, self.error_type, self.error_message,
+                               self.note, self.line is not None], ensure_ascii=False)
         except (TypeError, ValueError, RecursionError):
             # (error_message is only shown in the summary table; the score-file line keeps it all)
             return attrs.evolve(self, error_message=["(see the score file)"]).to_text()
+        return head if self.line is None else f"{head}\n{self.line}"
 
     @classmethod
     def from_text(cls, text: str) -> "LineResult":
-        return cls(*json.loads(text))
+        newline = text.find("\n")
+        *fields, has_line = json.loads(text if newline < 0 else text[:newline])
+        return cls(*fields, text[newline + 1 :] if has_line else None)
 
 
 def score_text(dataset: Dataset, context: str | Context, text: str) -> str:
