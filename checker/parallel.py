@@ -141,12 +141,12 @@ class ForkPool:
                     os.close(fd)
                 return False
             if pid == 0:  # pragma: no cover - runs in the child, which never returns
-                os.close(tasks_w)
-                os.close(frames_r)
-                for other in children.values():
-                    os.close(other.tasks_w)
-                    os.close(other.frames_r)
-                _child(tasks_r, frames_w, tasks, items, self.work)
+                try:
+                    for fd in (tasks_w, frames_r, *(f for c in children.values() for f in (c.tasks_w, c.frames_r))):
+                        if fd >= 0:
+                            os.close(fd)
+                finally:
+                    _child(tasks_r, frames_w, tasks, items, self.work)
             os.close(tasks_r)
             os.close(frames_w)
             os.set_blocking(frames_r, False)

@@ -16,8 +16,8 @@ Interface (for the command line)::
   entries as they are written; at the end, score files the CSV read that this run did
   not write, and unusable ones). The CLI prints them (escaping control characters).
 - ``progress(n)``: ``n`` more lines done.
-- Returns a :class:`ScoreRun`: a list of :class:`FileScore` (one per scored file) with
-  ``refused`` (files not scored because entries are missing and ``Options.partial`` is
+- Returns a :class:`ScoreRun`: a list of :class:`FileScore` (one per file read, refused
+  ones apart) with ``refused`` (files not scored because entries are missing and ``Options.partial`` is
   off: the CLI exits non-zero at the end), ``unwritten`` (score files that could not be
   written, e.g. a symlink in the way), ``foreign_score_files`` (score files included in
   the CSV that this run did not write), ``failed_entries`` (``(path, id, error type)`` of
@@ -228,7 +228,7 @@ def score_tree(
             score = _collect(item, [r for batch in batches for r in batch], score_dir, dataset, options, report, run)
             for number in range(item.first_task, item.first_task + item.task_count):
                 results[number] = []
-            if score is not None:
+            if not score.refused:
                 run.append(score)
                 if score.score_path is not None:
                     written.add(score.score_path)
@@ -288,7 +288,7 @@ def _read(result_file: ResultFile, options: Options, dataset: Dataset, decoders:
 
 
 def _collect(item: _File, results: list, score_dir: Path, dataset: Dataset, options: Options,
-             report: Callable[[str], None], run: ScoreRun) -> FileScore | None:
+             report: Callable[[str], None], run: ScoreRun) -> FileScore:
     """Report a scored file's notes and problems, then write its score file (reporting
     its entries' notes) — or refuse it when entries are missing."""
     result_file = item.result_file
