@@ -22,7 +22,7 @@ def __getattr__(name: str) -> Any:
 
         return Dataset
     if name == "Episode":
-        from bfcl_safe.checker.episode import Episode
+        from bfcl_safe.checker.play import Episode
 
         return Episode
     if name == "RejectedInput":

@@ -35,7 +35,7 @@ Public API (used by the ``generate`` command and the framework integrations)::
 
 Every function returns new containers (callers may mutate them) and reads its inputs
 only. Tested against the wheel's own ``convert_to_tool`` for every entry and turn of
-the four multi-turn categories (tests/test_openai_format.py).
+the four multi-turn categories (tests/test_play_openai_format.py).
 """
 
 from __future__ import annotations
@@ -241,7 +241,8 @@ def reply_step(message: Any) -> tuple[Any, list[Any]]:
     and the tool-call ids: ``([{name: arguments}, ...], [id, ...])`` when its
     ``tool_calls`` can be read (an empty list stays an empty step), else
     ``(content, [])`` — BFCL falls back to the reply's text whenever reading the tool
-    calls fails (no ``tool_calls``, ``None``, a malformed call)."""
+    calls fails (no ``tool_calls``, ``None``, a malformed call). ``(None, [])`` when the
+    text cannot be read either (where BFCL's handler would stop with an exception)."""
     try:
         calls = _field(message, "tool_calls")
         step = [{_field(_field(call, "function"), "name"): _field(_field(call, "function"), "arguments")}
@@ -251,7 +252,7 @@ def reply_step(message: Any) -> tuple[Any, list[Any]]:
     except Exception:  # noqa: BLE001 - BFCL's handler falls back to the text on any failure here
         try:
             return _field(message, "content"), []
-        except AttributeError:
+        except Exception:  # noqa: BLE001 - no readable text either: nothing (it does not decode)
             return None, []
 
 

@@ -1,30 +1,207 @@
-"""Scoring one multi-turn entry with the reference's exact semantics.
+"""Scoring one multi-turn entry with the reference's exact semantics, as a typed verdict.
 
 Mirrors ``_evaluate_single_multi_turn_entry`` and ``multi_turn_checker`` of
 bfcl-eval 2026.3.23: the checks, their order, the error types and the layout of
 the failure record written to score files.
+
+The API (for the scorer, ``explain`` and the play API)::
+
+    item = EntryInput(entry, model_result, ground_truth, model_name=..., test_category=...,
+                      decoder=..., long_context_data=...)
+    verdict = check_entry(item, CheckOptions(check_order=False, strict_irrelevance=False))
+    verdict.valid, verdict.error_type (an ErrorType), verdict.error_message, verdict.details,
+    verdict.failing_turn, verdict.turns_passed, verdict.backend_class, verdict.turn_failure
+    record = verdict.to_record(item, RecordParts(prompt=..., inference_log=..., ...))
+
+:meth:`Verdict.to_record` is the one place a verdict becomes BFCL's failure-record dict
+(``{"valid": True}`` for a pass); do it where the score file is written.
+:func:`evaluate_entry` (the old 14-parameter function) is a thin compatibility path:
+``check_entry(...).to_record(...)``; new code should not call it.
+
+Readers take fields, never messages: ``backend_class`` names the backend whose state
+(or call order) differs; ``turn_failure`` holds, when the official verdict is
+``force_terminated``, the failure of the first completed turn that failed its own
+checks (the diagnostics behind ``failing_turn``).
 """
 
 from __future__ import annotations
 
+import enum
 from typing import Any, Callable, Mapping, Sequence
+
+import attrs
 
 from bfcl_safe.checker.decoders import DECODERS, DecodeError, decode_step
 from bfcl_safe.checker.contract import category_of, is_long_context
-from bfcl_safe.checker.episode import Episode
+from bfcl_safe.checker.episode import Side
+from bfcl_safe.checker.errors import INTERNAL_ERROR, RESOURCE_LIMIT
 
-INFERENCE_ERROR = "multi_turn:inference_error"
-FORCE_TERMINATED = "multi_turn:force_terminated"
-EMPTY_TURN = "multi_turn:empty_turn_model_response"
-STATE_MISMATCH = "multi_turn:instance_state_mismatch"
-RESPONSE_MISMATCH = "multi_turn:execution_response_mismatch"
-IRRELEVANCE = "multi_turn:irrelevance_error:decoder_success"
-ORDER_MISMATCH = "multi_turn:method_invoke_order_mismatch"
-#: Every error type a verdict can carry (the official ones first).
-ERROR_TYPES = frozenset({
-    INFERENCE_ERROR, FORCE_TERMINATED, EMPTY_TURN, STATE_MISMATCH, RESPONSE_MISMATCH,
-    IRRELEVANCE, ORDER_MISMATCH,
-})
+
+class ErrorType(str, enum.Enum):
+    """Every error type a verdict can carry: BFCL's five, the two non-official checks
+    (``--strict-irrelevance``, ``--check-order``) and bfcl-safe's two own
+    (``checker/errors.py``). The value is the exact string written to score files."""
+
+    INFERENCE_ERROR = "multi_turn:inference_error"
+    FORCE_TERMINATED = "multi_turn:force_terminated"
+    EMPTY_TURN = "multi_turn:empty_turn_model_response"
+    STATE_MISMATCH = "multi_turn:instance_state_mismatch"
+    RESPONSE_MISMATCH = "multi_turn:execution_response_mismatch"
+    IRRELEVANCE = "multi_turn:irrelevance_error:decoder_success"
+    ORDER_MISMATCH = "multi_turn:method_invoke_order_mismatch"
+    RESOURCE_LIMIT = RESOURCE_LIMIT
+    INTERNAL_ERROR = INTERNAL_ERROR
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def official(self) -> bool:
+        """One of BFCL's own five types."""
+        return self in _OFFICIAL
+
+
+_OFFICIAL = frozenset({ErrorType.INFERENCE_ERROR, ErrorType.FORCE_TERMINATED, ErrorType.EMPTY_TURN,
+                       ErrorType.STATE_MISMATCH, ErrorType.RESPONSE_MISMATCH})
+
+# The exact strings, as plain ``str`` (what score files and older callers compare with).
+INFERENCE_ERROR = ErrorType.INFERENCE_ERROR.value
+FORCE_TERMINATED = ErrorType.FORCE_TERMINATED.value
+EMPTY_TURN = ErrorType.EMPTY_TURN.value
+STATE_MISMATCH = ErrorType.STATE_MISMATCH.value
+RESPONSE_MISMATCH = ErrorType.RESPONSE_MISMATCH.value
+IRRELEVANCE = ErrorType.IRRELEVANCE.value
+ORDER_MISMATCH = ErrorType.ORDER_MISMATCH.value
+
+
+@attrs.frozen
+class Verdict:
+    """The outcome of checking one entry (or, in the play API, the turns so far).
+
+    ``error_message`` is as the reference writes it: a ``str`` for a turn's check, a
+    list of one ``str`` for an inference error, a force-termination and bfcl-safe's own
+    types. ``details`` (None: the record has no ``details`` key) and
+    ``execution_result`` (a state mismatch's per-turn results; None: no such key) are
+    the reference's, read-only. ``failing_turn`` is the index of the first failing turn
+    (None when valid) and ``turns_passed`` the number of turns before it (all turns when
+    valid). ``backend_class`` names the backend of a state or call-order mismatch.
+    ``turn_failure``: see the module docstring."""
+
+    valid: bool
+    turns_passed: int
+    error_type: ErrorType | None = None
+    error_message: Any = None
+    details: Any = None
+    execution_result: Any = None
+    failing_turn: int | None = None
+    backend_class: str | None = None
+    turn_failure: "Verdict | None" = None
+
+    @classmethod
+    def passed(cls, turns: int) -> "Verdict":
+        return cls(True, turns)
+
+    @classmethod
+    def failed(cls, error_type: ErrorType, message: Any, turn: int, *, details: Any = None,
+               execution_result: Any = None, backend_class: str | None = None,
+               turn_failure: "Verdict | None" = None) -> "Verdict":
+        return cls(False, turn, ErrorType(error_type), message, details, execution_result, turn,
+                   backend_class, turn_failure)
+
+    def error(self) -> dict:
+        """The record's ``error`` dict, keys in the reference's order."""
+        error: dict[str, Any] = {"error_message": self.error_message, "error_type": self.error_type.value}
+        if self.details is not None:
+            error["details"] = self.details
+        if self.execution_result is not None:
+            error["execution_result"] = self.execution_result
+        return error
+
+    def summary(self) -> dict:
+        """``{"valid", "turns_passed", "first_failing_turn"}``, with the ``error`` dict's
+        keys when failed (the play API's ``check_turn()`` layout)."""
+        if self.valid:
+            return {"valid": True, "turns_passed": self.turns_passed, "first_failing_turn": None}
+        return {"valid": False, **self.error(), "first_failing_turn": self.failing_turn,
+                "turns_passed": self.turns_passed}
+
+    def to_record(self, item: "EntryInput", parts: "RecordParts | None" = None) -> dict:
+        """BFCL's score-file record of this verdict for ``item``: ``{"valid": True}``, or the
+        failure record — the reference's keys in its order, then ``first_failing_turn``
+        and ``turns_passed``. bfcl-safe's own error types get the short layout (id,
+        model, category, error, per-turn fields)."""
+        if self.valid:
+            return {"valid": True}
+        entry_id = item.entry["id"]
+        if self.error_type in (ErrorType.RESOURCE_LIMIT, ErrorType.INTERNAL_ERROR):
+            return {"id": entry_id, "model_name": item.model_name, "test_category": item.test_category,
+                    "valid": False, "error": self.error(), "first_failing_turn": self.failing_turn,
+                    "turns_passed": self.turns_passed}
+        parts = RecordParts() if parts is None else parts
+        if self.error_type in (ErrorType.INFERENCE_ERROR, ErrorType.FORCE_TERMINATED):
+            extra = {"model_result": _or(parts.model_result_json, item.model_result)}
+        else:
+            extra = {"model_result_raw": _or(parts.model_result_json, item.model_result),
+                     "model_result_decoded": _display_decoded(item.model_result, item.decoder)}
+        answer = parts.possible_answer_json() if parts.possible_answer_json is not None else None
+        extra["possible_answer"] = _or(answer, item.ground_truth)
+        record = {
+            "id": entry_id,
+            "model_name": item.model_name,
+            "test_category": item.test_category,
+            "valid": False,
+            "error": self.error(),
+            # The dataset entry as the reference holds it while scoring, minus "function".
+            "prompt": _without_function(parts.prompt() if parts.prompt is not None else dict(item.entry)),
+        }
+        record.update(extra)
+        record["inference_log"] = parts.inference_log
+        # Not in the reference's records: per-turn diagnostics, after its keys.
+        record["first_failing_turn"] = self.failing_turn
+        record["turns_passed"] = self.turns_passed
+        return record
+
+
+def _or(value: Any, default: Any) -> Any:
+    return default if value is None else value
+
+
+@attrs.frozen
+class EntryInput:
+    """What is checked: a dataset entry, the model's result (as the result file holds it)
+    and the ground truth, scored as ``model_name`` (the result folder; it names the
+    backends' instances) with ``decoder`` (a key of ``DECODERS``)."""
+
+    entry: Mapping[str, Any]
+    model_result: Any
+    ground_truth: Sequence[Sequence[str]]
+    model_name: str
+    test_category: str
+    decoder: str = "auto"
+    #: The long-context extension data, or a function giving it (called only when needed).
+    long_context_data: Callable[[], Mapping[str, Any]] | Mapping[str, Any] | None = None
+
+
+@attrs.frozen
+class CheckOptions:
+    """The non-official checks (both off: the official verdict)."""
+
+    strict_irrelevance: bool = False
+    check_order: bool = False
+
+
+@attrs.frozen
+class RecordParts:
+    """What a failure record holds besides the verdict and the input: ``prompt`` (a
+    function giving the entry as the reference holds it while scoring, or its JSON text;
+    default: the entry), ``inference_log``, ``model_result_json`` (the result as the JSON
+    text it was read from) and ``possible_answer_json`` (a function giving the ground
+    truth's text, or None) — score files then copy those texts."""
+
+    prompt: Callable[[], Any] | None = None
+    inference_log: Any = ""
+    model_result_json: Any = None
+    possible_answer_json: Callable[[], Any] | None = None
 
 
 def unordered_missing(needed: Sequence[str], available: Sequence[str]) -> list[str]:
@@ -47,7 +224,7 @@ def _ordered_missing(needed: Sequence[str], available: Sequence[str]) -> tuple[b
     return ordered, [item for item in needed if item not in available]
 
 
-def _state_check(model: Episode, truth: Episode) -> dict | None:
+def _state_check(model: Side, truth: Side, turn: int, execution_results: list[dict]) -> Verdict | None:
     for class_name, truth_instance in truth.instances.items():
         model_state = model.instances[class_name].public_state()
         truth_state = truth_instance.public_state()
@@ -57,33 +234,35 @@ def _state_check(model: Episode, truth: Episode) -> dict | None:
             if actual != expected:
                 differences[attr] = {"model": actual, "ground_truth": expected}
         if differences:
-            return {
-                "valid": False,
-                "error_message": f"Model instance for {class_name} does not match the state with ground truth instance.",
-                "error_type": STATE_MISMATCH,
-                "details": {
+            return Verdict.failed(
+                ErrorType.STATE_MISMATCH,
+                f"Model instance for {class_name} does not match the state with ground truth instance.",
+                turn,
+                details={
                     "differences": differences,
                     "model_instance_state": model_state,
                     "ground_truth_instance_state": truth_state,
                 },
-            }
+                execution_result=execution_results,
+                backend_class=class_name,
+            )
     return None
 
 
 def new_sides(
     entry: Mapping[str, Any],
     model_name: str | None,
-    long_context_data: Callable[[], Mapping[str, Any]] | None = None,
-) -> tuple[Episode, Episode]:
-    """The model's and the ground truth's episodes of ``entry``, named as when scoring
+    long_context_data: Callable[[], Mapping[str, Any]] | Mapping[str, Any] | None = None,
+) -> tuple[Side, Side]:
+    """The model's and the ground truth's sides of ``entry``, named as when scoring
     ``model_name`` (None: neutral instance names)."""
     long_context = is_long_context(category_of(entry["id"]))
     model_owner = None if model_name is None else f"{model_name}_eval"
     truth_owner = None if model_name is None else f"{model_name}_ground_truth_eval"
-    model = Episode.create(entry, owner=model_owner, long_context=long_context,
-                           long_context_data=long_context_data)
-    truth = Episode.create(entry, owner=truth_owner, long_context=long_context,
-                           long_context_data=long_context_data)
+    model = Side.create(entry, owner=model_owner, long_context=long_context,
+                        long_context_data=long_context_data)
+    truth = Side.create(entry, owner=truth_owner, long_context=long_context,
+                        long_context_data=long_context_data)
     return model, truth
 
 
@@ -91,12 +270,12 @@ def turn_failure(
     turn_index: int,
     model_turn: Sequence[Sequence[Any]],
     truth_turn: Sequence[str],
-    model: Episode,
-    truth: Episode,
+    model: Side,
+    truth: Side,
     truth_results: Sequence[str],
     all_model_results: Sequence[str],
     execution_results: list[dict],
-) -> dict | None:
+) -> Verdict | None:
     """The official checks of one turn, after both sides ran it, in the reference's order.
 
     ``model_turn``: the model's decoded steps of this turn; ``all_model_results``: the
@@ -104,32 +283,27 @@ def turn_failure(
     ``{"model": results per step, "ground_truth": results}``. None when the turn passes.
     """
     if truth_turn and (not model_turn or (len(model_turn) == 1 and len(model_turn[0]) == 0)):
-        return {
-            "valid": False,
-            "error_message": f"Model response list is empty for turn {turn_index}",
-            "error_type": EMPTY_TURN,
-            "details": {"execution_result": execution_results},
-        }
+        return Verdict.failed(ErrorType.EMPTY_TURN, f"Model response list is empty for turn {turn_index}",
+                              turn_index, details={"execution_result": execution_results})
     if not truth_turn:
         return None
 
-    state = _state_check(model, truth)
+    state = _state_check(model, truth, turn_index, execution_results)
     if state is not None:
-        state["execution_result"] = execution_results
         return state
 
     missing = unordered_missing(truth_results, all_model_results)
     if missing:
-        return {
-            "valid": False,
-            "error_message": f"Model response execution results so far does not contain all the ground truth response execution results for turn {turn_index}.",
-            "error_type": RESPONSE_MISMATCH,
-            "details": {
+        return Verdict.failed(
+            ErrorType.RESPONSE_MISMATCH,
+            f"Model response execution results so far does not contain all the ground truth response execution results for turn {turn_index}.",
+            turn_index,
+            details={
                 "missing_items": missing,
                 "model_response (including all previous turns)": list(all_model_results),
                 "ground_truth_response (only the current turn)": list(truth_results),
             },
-        }
+        )
     return None
 
 
@@ -138,26 +312,13 @@ def check_turns(
     ground_truth: Sequence[Sequence[str]],
     entry: Mapping[str, Any],
     model_name: str,
-    long_context_data: Callable[[], Mapping[str, Any]] | None = None,
-    *,
-    check_order: bool = False,
-) -> dict:
-    """``multi_turn_checker``: run model and ground truth turn by turn and compare."""
-    return check_turns_at(decoded, ground_truth, entry, model_name, long_context_data, check_order=check_order)[0]
-
-
-def check_turns_at(
-    decoded: Sequence[Sequence[Sequence[Any]]],
-    ground_truth: Sequence[Sequence[str]],
-    entry: Mapping[str, Any],
-    model_name: str,
-    long_context_data: Callable[[], Mapping[str, Any]] | None = None,
+    long_context_data: Callable[[], Mapping[str, Any]] | Mapping[str, Any] | None = None,
     *,
     check_order: bool = False,
     trace: list[dict] | None = None,
-) -> tuple[dict, int]:
-    """:func:`check_turns`, and the index of the failing turn (``len(ground_truth)`` when
-    all pass). ``trace``, if given, receives per turn ``{"model": results per step,
+) -> Verdict:
+    """``multi_turn_checker``: run model and ground truth turn by turn and compare.
+    ``trace``, if given, receives per turn ``{"model": results per step,
     "ground_truth": results}`` up to the failing turn."""
     model, truth = new_sides(entry, model_name, long_context_data)
     model_calls: dict[str, list[str]] = {c: [] for c in model.instances} if check_order else {}
@@ -181,27 +342,37 @@ def check_turns_at(
         failure = turn_failure(turn_index, model_turn, truth_turn, model, truth, truth_results,
                                all_model_results, execution_results)
         if failure is not None:
-            return failure, turn_index
+            return failure
         if not truth_turn:
             continue
         if check_order:
             for class_name in truth.instances:
                 ordered, missing_calls = _ordered_missing(truth_calls[class_name], model_calls[class_name])
                 if not ordered:
-                    return {
-                        "valid": False,
-                        "error_message": f"Model instance for {class_name} does not match the method invoke order with ground truth instance. Missing items: {missing_calls}",
-                        "error_type": ORDER_MISMATCH,
-                    }, turn_index
-    return {"valid": True}, len(ground_truth)
+                    return Verdict.failed(
+                        ErrorType.ORDER_MISMATCH,
+                        f"Model instance for {class_name} does not match the method invoke order with ground truth instance. Missing items: {missing_calls}",
+                        turn_index, backend_class=class_name)
+    return Verdict.passed(len(ground_truth))
 
 
-def _record(episode: Episode, step: Sequence[Any], calls: dict[str, list[str]]) -> None:
+def check_turns_at(decoded, ground_truth, entry, model_name, long_context_data=None, *, check_order=False,
+                   trace=None) -> tuple[dict, int]:
+    """Compatibility (``explain``): :func:`check_turns` as ``(error dict with "valid",
+    failing turn or len(ground_truth))``. New code reads :class:`Verdict` fields."""
+    verdict = check_turns(decoded, ground_truth, entry, model_name, long_context_data,
+                          check_order=check_order, trace=trace)
+    if verdict.valid:
+        return {"valid": True}, verdict.turns_passed
+    return {"valid": False, **verdict.error()}, verdict.failing_turn
+
+
+def _record(side: Side, step: Sequence[Any], calls: dict[str, list[str]]) -> None:
     """Method names called, per class (non-official order check; names resolved like execution)."""
     from bfcl_safe.interp import CallSpec, parse_call, RejectedInput
 
     owners = {}
-    for class_name, instance in episode.instances.items():
+    for class_name, instance in side.instances.items():
         for name in type(instance).__dict__:
             owners[name] = class_name
     for call in step:
@@ -209,26 +380,21 @@ def _record(episode: Episode, step: Sequence[Any], calls: dict[str, list[str]]) 
             spec = call if isinstance(call, CallSpec) else parse_call(call) if isinstance(call, str) else None
         except RejectedInput:
             spec = None
-        if spec is not None and spec.name in episode.table and spec.name in owners:
+        if spec is not None and spec.name in side.table and spec.name in owners:
             calls[owners[spec.name]].append(spec.name)
 
 
-def irrelevance_check(decoded: Sequence[Sequence[Any]], ground_truth: Sequence[Sequence[str]]) -> dict:
-    """``multi_turn_irrelevance_checker`` (not used by the official scorer)."""
-    return _irrelevance_check_at(decoded, ground_truth)[0]
-
-
-def _irrelevance_check_at(decoded: Sequence[Sequence[Any]], ground_truth: Sequence[Sequence[str]]) -> tuple[dict, int]:
+def irrelevance_failure(decoded: Sequence[Sequence[Any]], ground_truth: Sequence[Sequence[str]]) -> Verdict | None:
+    """``multi_turn_irrelevance_checker`` (``--strict-irrelevance``; not used by the
+    official scorer): calls in a turn whose ground truth has none."""
     for turn_index, truth_turn in enumerate(ground_truth):
         model_turn = decoded[turn_index]
         if not truth_turn and not (len(model_turn) == 0 or (len(model_turn) == 1 and len(model_turn[0]) == 0)):
-            return {
-                "valid": False,
-                "error_message": f"Model outputs valid function calls when it should not for turn {turn_index}.",
-                "error_type": IRRELEVANCE,
-                "details": {"model response decoded": decoded},
-            }, turn_index
-    return {"valid": True}, len(ground_truth)
+            return Verdict.failed(
+                ErrorType.IRRELEVANCE,
+                f"Model outputs valid function calls when it should not for turn {turn_index}.",
+                turn_index, details={"model response decoded": decoded})
+    return None
 
 
 def is_empty_step(calls: Sequence[Any]) -> bool:
@@ -263,10 +429,56 @@ def decode_turn(turn: Any, decoder: str) -> list[tuple[Any, list[Any]]] | None:
     return steps
 
 
-def force_terminated_error(model_turns: int, truth_turns: int) -> dict:
-    return {"error_message": [
-        f"Model was force-terminated during inference phase. The length of the model result turns ({model_turns}) does not match the length of the ground truth turns ({truth_turns})."],
-        "error_type": FORCE_TERMINATED}
+def force_terminated_verdict(model_turns: int, truth_turns: int, turn: int,
+                             turn_failure: Verdict | None = None) -> Verdict:
+    """BFCL's verdict on a result with fewer (or more) turns than the ground truth."""
+    return Verdict.failed(
+        ErrorType.FORCE_TERMINATED,
+        [f"Model was force-terminated during inference phase. The length of the model result turns ({model_turns}) does not match the length of the ground truth turns ({truth_turns})."],
+        turn, turn_failure=turn_failure)
+
+
+def check_entry(item: EntryInput, options: CheckOptions = CheckOptions(), *,
+                trace: list[dict] | None = None) -> Verdict:
+    """The verdict on one entry (``_evaluate_single_multi_turn_entry``).
+
+    An entry that fails as a whole (not a list of turns, a malformed turn) fails at
+    turn 0. A force-terminated entry (fewer turns than the ground truth) fails at its
+    last, cut-short turn unless one of the turns it completed fails first (that failure
+    is then ``turn_failure``). ``trace`` (see :func:`check_turns`) receives the per-turn
+    results of the turns that were run.
+    """
+    model_result, ground_truth, decoder = item.model_result, item.ground_truth, item.decoder
+    if type(model_result) is not list:
+        return Verdict.failed(
+            ErrorType.INFERENCE_ERROR,
+            ["Error during inference phase. Model did not output a list of model responses."], 0)
+    if len(model_result) != len(ground_truth):
+        # The turns the model completed before it was cut short are checked for the
+        # diagnostics only; the verdict is the reference's.
+        completed = len(model_result) - 1 if len(model_result) < len(ground_truth) else len(ground_truth)
+        turn, failure = 0, None
+        if completed > 0:
+            decoded = _decode_turns(model_result[:completed], decoder)
+            if decoded is not None:
+                checked = check_turns(decoded, ground_truth[:completed], item.entry, item.model_name,
+                                      item.long_context_data, check_order=options.check_order, trace=trace)
+                turn = checked.turns_passed
+                failure = None if checked.valid else checked
+        return force_terminated_verdict(len(model_result), len(ground_truth), turn, failure)
+
+    decoded = _decode_turns(model_result, decoder)
+    if decoded is None:
+        bad = next(turn for turn in model_result if decode_turn(turn, decoder) is None)
+        return Verdict.failed(
+            ErrorType.INFERENCE_ERROR,
+            [f"Malformed result: a turn is {type(bad).__name__}, not a list of steps."], 0)
+
+    verdict = check_turns(decoded, ground_truth, item.entry, item.model_name, item.long_context_data,
+                          check_order=options.check_order, trace=trace)
+    if verdict.valid and options.strict_irrelevance:
+        return irrelevance_failure(decoded, ground_truth) or verdict
+    return verdict
 
 
 def evaluate_entry(
@@ -286,91 +498,11 @@ def evaluate_entry(
     model_result_json: Any = None,
     possible_answer_json: Callable[[], Any] | None = None,
 ) -> dict:
-    """Score one entry; ``{"valid": True}`` or the failure record the reference writes.
-
-    ``model_result_json`` (the result as the JSON text it was read from) and
-    ``possible_answer_json`` (a function giving the ground truth's text, or None) are
-    what the record holds for those values when given: score files then copy them.
-
-    A failure record also gets, after the reference's keys, ``first_failing_turn`` (the
-    index of the turn where checking failed) and ``turns_passed`` (the turns before it,
-    all of which passed). An entry that fails as a whole (not a list of turns, a
-    malformed turn) fails at turn 0. A force-terminated entry (fewer turns than the
-    ground truth) fails at its last, cut-short turn unless one of the turns it
-    completed fails first. ``trace`` (see :func:`check_turns_at`) receives the
-    per-turn results of the turns that were run.
-    """
-    entry_id = entry["id"]
-
-    def failure(error: dict, turn: int, **extra: Any) -> dict:
-        if model_result_json is not None:
-            for key in ("model_result", "model_result_raw"):
-                if key in extra:
-                    extra[key] = model_result_json
-        if possible_answer_json is not None and "possible_answer" in extra:
-            answer = possible_answer_json()
-            if answer is not None:
-                extra["possible_answer"] = answer
-        record = {
-            "id": entry_id,
-            "model_name": model_name,
-            "test_category": test_category,
-            "valid": False,
-            "error": error,
-            # The dataset entry as the reference holds it while scoring, minus "function".
-            "prompt": _without_function(prompt_entry() if prompt_entry else dict(entry)),
-        }
-        record.update(extra)
-        record["inference_log"] = inference_log
-        # Not in the reference's records: per-turn diagnostics, after its keys.
-        record["first_failing_turn"] = turn
-        record["turns_passed"] = turn
-        return record
-
-    if type(model_result) is not list:
-        return failure(
-            {"error_message": ["Error during inference phase. Model did not output a list of model responses."],
-             "error_type": INFERENCE_ERROR}, 0,
-            model_result=model_result, possible_answer=ground_truth,
-        )
-    if len(model_result) != len(ground_truth):
-        # The turns the model completed before it was cut short are checked for the
-        # diagnostics only; the verdict is the reference's.
-        completed = len(model_result) - 1 if len(model_result) < len(ground_truth) else len(ground_truth)
-        turn = 0
-        if completed > 0:
-            decoded = _decode_turns(model_result[:completed], decoder)
-            if decoded is not None:
-                _, turn = check_turns_at(decoded, ground_truth[:completed], entry, model_name, long_context_data,
-                                         check_order=check_order, trace=trace)
-        return failure(
-            force_terminated_error(len(model_result), len(ground_truth)), turn,
-            model_result=model_result, possible_answer=ground_truth,
-        )
-
-    decoded = _decode_turns(model_result, decoder)
-    if decoded is None:
-        bad = next(turn for turn in model_result if decode_turn(turn, decoder) is None)
-        return failure(
-            {"error_message": [f"Malformed result: a turn is {type(bad).__name__}, not a list of steps."],
-             "error_type": INFERENCE_ERROR}, 0,
-            model_result=model_result, possible_answer=ground_truth,
-        )
-
-    result, turn = check_turns_at(decoded, ground_truth, entry, model_name, long_context_data,
-                                  check_order=check_order, trace=trace)
-    if result["valid"] and strict_irrelevance:
-        result, turn = _irrelevance_check_at(decoded, ground_truth)
-    if result["valid"]:
-        return result
-    result = dict(result)
-    result.pop("valid")
-    return failure(
-        result, turn,
-        model_result_raw=model_result,
-        model_result_decoded=_display_decoded(model_result, decoder),
-        possible_answer=ground_truth,
-    )
+    """Compatibility path (until every caller renders a :class:`Verdict` itself):
+    ``check_entry(...).to_record(...)`` — ``{"valid": True}`` or the failure record."""
+    item = EntryInput(entry, model_result, ground_truth, model_name, test_category, decoder, long_context_data)
+    verdict = check_entry(item, CheckOptions(strict_irrelevance, check_order), trace=trace)
+    return verdict.to_record(item, RecordParts(prompt_entry, inference_log, model_result_json, possible_answer_json))
 
 
 def _decode_turns(model_result: Sequence[Any], decoder: str) -> list[list[list[Any]]] | None:

@@ -5,15 +5,16 @@ multi-turn entries against bfcl-safe's simulated backends, in FC mode.
     export OPENAI_API_KEY=...                         # if the endpoint needs one
     python examples/openai_loop.py --model MODEL [--data WHEEL] multi_turn_base_0 ...
 
-Per turn it sends the turn's user messages with the tool docs visible at that turn,
-runs the returned tool calls with ``Episode.step`` and sends back their results, until
-the model answers without tool calls (or BFCL's step limit force-terminates the entry).
-It prints the verdict of each turn, and can write a BFCL result file (``--out``) to
-score with ``bfcl-safe evaluate``.
+Per turn it sends the turn's user messages with the tools visible at that turn (exactly
+the OpenAI tools list BFCL's own FC handler sends: ``Episode.tools(format="openai")``),
+runs the reply with ``Episode.step`` and sends back the tool messages the step returns
+(as BFCL does), until the model answers without tool calls (or BFCL's step limit
+force-terminates the entry). It prints each turn's reward and the verdict so far
+(``end_turn``; ``check_turn`` gives the verdict alone), and can write a BFCL result file
+(``--out``) to score with ``bfcl-safe evaluate``.
 
-Not BFCL's inference pipeline: no retries, no handler-specific prompts; the tool docs
-are converted to OpenAI's schema the simple way. Only the standard library is used
-(``urllib``); nothing here runs in the test suite.
+Not BFCL's whole inference pipeline (``bfcl-safe generate`` is): no retries. Only the
+standard library is used (``urllib``); nothing here runs in the test suite.
 """
 
 from __future__ import annotations
@@ -23,32 +24,8 @@ import json
 import os
 import sys
 import urllib.request
-from typing import Any
 
-from bfcl_safe.checker.dataset import Dataset
-from bfcl_safe.checker.episode import Episode
-
-#: BFCL doc types -> JSON Schema types.
-_TYPES = {"dict": "object", "float": "number", "tuple": "array", "list": "array", "any": "string",
-          "bool": "boolean", "int": "integer"}
-
-
-def _schema(node: Any) -> Any:
-    if isinstance(node, dict):
-        out = {key: _schema(value) for key, value in node.items()}
-        if isinstance(out.get("type"), str):
-            out["type"] = _TYPES.get(out["type"], out["type"])
-        return out
-    if isinstance(node, list):
-        return [_schema(item) for item in node]
-    return node
-
-
-def openai_tools(docs: list[dict]) -> list[dict]:
-    return [{"type": "function", "function": {"name": doc["name"], "description": doc.get("description", ""),
-                                              "parameters": _schema(doc.get("parameters", {}))}}
-            for doc in docs]
-
+from bfcl_safe import Dataset, Episode
 
 def chat(base_url: str, api_key: str | None, model: str, messages: list[dict], tools: list[dict]) -> dict:
     body = json.dumps({"model": model, "messages": messages, "tools": tools, "temperature": 0.001}).encode()
@@ -64,19 +41,18 @@ def play(dataset: Dataset, entry_id: str, model: str, base_url: str, api_key: st
     messages: list[dict] = []
     while True:
         messages.extend(episode.messages())
-        tools = openai_tools(episode.tools())
+        tools = episode.tools(format="openai")
         while not episode.turn_over:
             reply = chat(base_url, api_key, model, messages, tools)
-            calls = reply.get("tool_calls") or []
-            messages.append({"role": "assistant", "content": reply.get("content") or "",
-                             **({"tool_calls": calls} if calls else {})})
-            # A reply without tool calls is an empty step: it ends the turn.
-            results = episode.step([{c["function"]["name"]: c["function"]["arguments"]} for c in calls])
-            for call, result in zip(calls, results):
-                messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
-        verdict = episode.check_turn()
-        print(f"{entry_id} turn {episode.turn}: {'pass' if verdict['valid'] else verdict['error_type']}")
-        if not episode.next_turn():
+            messages.append(reply)
+            # A reply without tool calls ends the turn (step.ended says why).
+            step = episode.step(reply)
+            messages.extend(step.messages)
+        outcome = episode.end_turn()
+        verdict = outcome.verdict
+        print(f"{entry_id} turn {outcome.turn}: reward {outcome.reward}, "
+              f"so far {'pass' if verdict.valid else verdict.error_type}")
+        if episode.done:
             return episode
 
 
@@ -93,7 +69,7 @@ def main() -> int:
     for entry_id in args.ids:
         episode = play(dataset, entry_id, args.model, base_url, os.environ.get("OPENAI_API_KEY"))
         verdict = episode.check_turn()
-        print(f"{entry_id}: {'PASS' if verdict['valid'] else 'FAIL ' + verdict['error_type']}")
+        print(f"{entry_id}: {'PASS' if verdict.valid else 'FAIL ' + verdict.error_type.value}")
         lines.append(json.dumps({"id": entry_id, "result": episode.result()}))
     if args.out:
         with open(args.out, "w", encoding="utf-8") as handle:

@@ -1,6 +1,8 @@
-"""The episode API for agents and RL (``Episode.from_entry``): per-turn messages and tool
+"""The play API for agents and RL (``checker.play.Episode``): per-turn messages and tool
 docs as BFCL inference gives them, step results equal to the reference's, BFCL's step
-limit, ``check_turn`` equal to the scorer, and concurrent episodes of one entry."""
+limit, ``check_turn`` equal to the scorer, and concurrent episodes of one entry.
+(OpenAI input, typed step results, rewards, pickling and hostile input:
+tests/test_play_api.py.)"""
 
 from __future__ import annotations
 
@@ -11,7 +13,10 @@ import threading
 
 import pytest
 
-from bfcl_safe.checker.episode import ADDITIONAL_FUNCTION_PROMPT, MAXIMUM_STEP_LIMIT, Episode, EpisodeError, plain
+from bfcl_safe.checker.episode import ADDITIONAL_FUNCTION_PROMPT, MAXIMUM_STEP_LIMIT, plain
+from bfcl_safe.checker.play import (
+    ArgumentError, Episode, EpisodeError, EpisodeOverError, StepInputError, TurnEnd, TurnOverError,
+)
 from bfcl_safe.checker.replay import ground_truth_as_fc, ground_truth_as_prompting
 from bfcl_safe.checker.verdict import EMPTY_TURN, FORCE_TERMINATED, evaluate_entry
 from tests.checker_support import CATEGORIES, dataset
@@ -30,7 +35,7 @@ def _play(episode: Episode, turns: list, *, check_every_turn: bool = False) -> l
                 break
             episode.step(step)
         if check_every_turn:
-            verdicts.append(episode.check_turn())
+            verdicts.append(episode.check_turn().summary())
         if not episode.next_turn():
             break
     return verdicts
@@ -101,8 +106,9 @@ def test_tools_are_copies_and_default_to_the_current_turn():
     assert episode.tools()[0]["name"] != "changed"
     assert episode.tools() == episode.tools(0)
     assert episode.messages() == dataset().entry("multi_turn_miss_func_0")["question"][0]
-    with pytest.raises(IndexError):
+    with pytest.raises(ArgumentError, match="turn must be 0") as info:
         episode.tools(99)
+    assert info.value.name == "turn"
     with pytest.raises(ValueError, match="mode must be one of"):
         episode.messages(0, mode="xml")
 
@@ -119,7 +125,7 @@ def test_step_results_equal_the_references_for_ground_truth_calls():
             truth = dataset().ground_truth_for(entry_id)
             episode = Episode.from_entry(entry, dataset(), owner=OWNER)
             for turn, (steps, truth_turn) in enumerate(zip(ground_truth_as_fc(truth, entry["involved_classes"]), truth)):
-                ours = episode.step(steps[0]) if truth_turn else []
+                ours = episode.step(steps[0]).results if truth_turn else []
                 theirs, _ = utils.execute_multi_turn_func_call(
                     truth_turn, copy.deepcopy(entry.get("initial_config", {})), entry["involved_classes"], OWNER,
                     entry_id, long_context="long_context" in entry_id, is_evaL_run=True)
@@ -142,33 +148,38 @@ def test_step_accepts_fc_dicts_and_call_text(form):
         "list-of-call-text": ["cd(folder='document')"],
         "call-text": "[cd(folder='document')]",
     }[form]
-    assert episode.step(call) == ['{"current_working_directory": "document"}']
-    assert episode.step({"ls": "{}"})[0].startswith('{"current_directory_content"')
+    assert episode.step(call).results == ['{"current_working_directory": "document"}']
+    assert episode.step({"ls": "{}"}).results[0].startswith('{"current_directory_content"')
 
 
 def test_step_rejects_other_input_types():
     episode = Episode.from_entry("multi_turn_base_0", dataset())
-    with pytest.raises(TypeError, match="calls must be FC calls"):
+    with pytest.raises(StepInputError, match="mixing calls"):
         episode.step([{"ls": "{}"}, "ls()"])
-    with pytest.raises(TypeError):
+    with pytest.raises(StepInputError) as info:
         episode.step(42)
+    assert info.value.kind == "int" and isinstance(info.value, TypeError)
+    assert episode.result() == [[]]  # refused steps are not recorded
 
 
-@pytest.mark.parametrize("ending", [[], "I am done.", "[ls(", [{"ls": "not json"}]])
-def test_a_step_with_no_calls_or_undecodable_ends_the_turn(ending):
+@pytest.mark.parametrize("ending, why", [
+    pytest.param([], TurnEnd.NO_CALLS, id="empty-list"),
+    pytest.param("I am done.", TurnEnd.UNDECODABLE, id="text-reply-does-not-decode-as-in-bfcl"),
+    pytest.param("", TurnEnd.NO_CALLS, id="empty-text"),
+    pytest.param("[ls(", TurnEnd.UNDECODABLE, id="broken-call-text"),
+    pytest.param([{"ls": "not json"}], TurnEnd.UNDECODABLE, id="fc-arguments-not-json"),
+])
+def test_a_step_with_no_calls_or_undecodable_ends_the_turn(ending, why):
     episode = Episode.from_entry("multi_turn_base_0", dataset())
     episode.step([{"ls": "{}"}])
-    assert episode.step(ending) == []
+    result = episode.step(ending)
+    assert result.calls == () and result.messages == () and result.turn_over and result.ended is why
+    assert (result.decode_error is not None) == (why is TurnEnd.UNDECODABLE)
     assert episode.turn_over and not episode.done
-    with pytest.raises(EpisodeError, match="turn 0 is over"):
+    with pytest.raises(TurnOverError, match="turn 0 is over") as info:
         episode.step([{"ls": "{}"}])
+    assert info.value.turn == 0 and isinstance(info.value, EpisodeError)
     assert episode.next_turn() and episode.turn == 1 and not episode.turn_over
-
-
-def test_turn_methods_need_from_entry():
-    episode = Episode.create(dataset().entry("multi_turn_base_0"))
-    with pytest.raises(EpisodeError, match="from_entry"):
-        episode.step([{"ls": "{}"}])
 
 
 # --------------------------------------------------------------------------- step limit
@@ -182,15 +193,16 @@ def test_step_limit_force_terminates_like_bfcl():
     entry_id = _entry_with_turns(3)
     episode = Episode.from_entry(entry_id, dataset())
     for _ in range(MAXIMUM_STEP_LIMIT):
-        assert episode.step([{"pwd": "{}"}]) != []
+        assert episode.step([{"pwd": "{}"}]).ended is None
     assert not episode.force_terminated and not episode.turn_over
     # The 21st step still runs; then the model is force-quit: turn and episode end.
-    assert episode.step([{"pwd": "{}"}]) != []
+    last = episode.step([{"pwd": "{}"}])
+    assert last.results != [] and last.ended is TurnEnd.STEP_LIMIT and last.done
     assert episode.force_terminated and episode.turn_over and episode.done
     assert episode.next_turn() is False
-    with pytest.raises(EpisodeError, match="episode is over"):
+    with pytest.raises(EpisodeOverError, match="episode is over"):
         episode.step([{"pwd": "{}"}])
-    verdict = episode.check_turn()
+    verdict = episode.check_turn().summary()
     assert verdict["error_type"] == FORCE_TERMINATED and verdict["first_failing_turn"] == 0
     # Scoring what the episode recorded gives the same verdict.
     record = _score(entry_id, episode.result())
@@ -210,7 +222,7 @@ def test_step_limit_in_the_last_turn_is_scored_as_usual():
     for _ in range(MAXIMUM_STEP_LIMIT):
         episode.step([{"pwd": "{}"}])
     assert episode.force_terminated and episode.done
-    assert episode.check_turn() == {"valid": True, "turns_passed": len(truth), "first_failing_turn": None}
+    assert episode.check_turn().summary() == {"valid": True, "turns_passed": len(truth), "first_failing_turn": None}
     assert _score(entry_id, episode.result()) == {"valid": True}
 
 
@@ -235,11 +247,11 @@ def test_check_turn_mid_turn_is_the_verdict_so_far():
     entry_id = "multi_turn_base_0"
     truth = dataset().ground_truth_for(entry_id)
     episode = Episode.from_entry(entry_id, dataset())
-    before = episode.check_turn()
+    before = episode.check_turn().summary()
     assert before["valid"] is False and before["error_type"] == EMPTY_TURN and before["first_failing_turn"] == 0
     steps = ground_truth_as_fc(truth, dataset().entry(entry_id)["involved_classes"])[0]
     episode.step(steps[0])
-    assert episode.check_turn() == {"valid": True, "turns_passed": 1, "first_failing_turn": None}
+    assert episode.check_turn().summary() == {"valid": True, "turns_passed": 1, "first_failing_turn": None}
     json.dumps(before)  # plain data
 
 
@@ -273,7 +285,7 @@ def test_check_turn_equals_the_scorer_on_mistaken_policies():
         for mutated in _mutations(truth, rng):
             episode = Episode.from_entry(entry, dataset(), owner=OWNER)
             _play(episode, ground_truth_as_fc(mutated, entry["involved_classes"]))
-            ours = episode.check_turn()
+            ours = episode.check_turn().summary()
             record = _score(entry_id, episode.result())
             compared += 1
             if record["valid"]:
@@ -328,7 +340,7 @@ def _run_policy(entry_id: str, wrong: bool, barrier: threading.Barrier, out: dic
                     break
                 episode.step(step)
                 threading.Event().wait(0.0005)  # let the other threads interleave
-            verdicts.append(episode.check_turn())
+            verdicts.append(episode.check_turn().summary())
             episode.next_turn()
         out[key] = (verdicts, episode.state(), episode.result())
     except BaseException as exc:  # noqa: BLE001 - reported by the test

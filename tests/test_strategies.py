@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from bfcl_safe.backends.strategies import ARGUMENTS, as_fc_step, as_prompting_step, call_sequences, run_calls, tool_calls
 from bfcl_safe.checker.decoders import decode_step
-from bfcl_safe.checker.episode import Episode, backend_class
+from bfcl_safe.checker.episode import Side, backend_class
 from bfcl_safe.interp import ERROR_PREFIX, CallSpec, MethodTable, run_step, tool_names
 from tests.checker_support import dataset
 
@@ -87,7 +87,7 @@ def test_a_sequence_over_an_episode_of_several_backends() -> None:
     entry = next(e for e in dataset().entries("multi_turn_base") if len(e["involved_classes"]) >= 2)
 
     def fresh() -> list:
-        return list(Episode.create(entry).instances.values())
+        return list(Side.create(entry).instances.values())
 
     used: set[str] = set()
 

@@ -1,0 +1,677 @@
+"""The play API: an entry played turn by turn, as BFCL inference plays it — for agents,
+RL rollouts and eval frameworks.
+
+::
+
+    from bfcl_safe import Dataset, Episode
+
+    ep = Episode.from_entry("multi_turn_miss_func_0", Dataset.open(None))
+    while True:
+        chat += ep.messages()                       # this turn's user messages
+        tools = ep.tools(format="openai")           # the OpenAI tools list BFCL sends now
+        while not ep.turn_over:
+            reply = client.chat.completions.create(..., tools=tools).choices[0].message
+            chat.append(reply)
+            step = ep.step(reply)                   # or its tool_calls, or a result-file step
+            chat += step.messages                   # the tool messages BFCL sends back
+        outcome = ep.end_turn()                     # per-turn reward + official verdict so far
+        if ep.done:
+            break
+
+**Steps** (:meth:`Episode.step`) take an assistant message (a dict, or an SDK object with
+``.tool_calls``), its OpenAI ``tool_calls`` list, or a step as a BFCL result file holds
+it (FC ``[{name: arguments}]``, or call text). Each returns a :class:`StepResult`: the
+calls that ran and their results, the messages BFCL inference sends back (``tool``
+messages in FC, one ``user`` message in prompting), and whether the turn ended and why
+(:class:`TurnEnd`; an undecodable step says why in ``decode_error``).
+
+**Rewards** (:meth:`Episode.turn_outcome`, :meth:`Episode.end_turn`): a
+:class:`TurnOutcome` holds
+
+- ``passed`` — *this turn's checks in isolation*: BFCL's three per-turn checks (the
+  turn's steps are not empty when the ground truth has calls; every backend's compared
+  state equals the ground truth's after the same number of turns; the ground truth's
+  results of this turn are all among the model's results of all turns so far, as a
+  multiset) applied to this turn as the model's backends stand at its end, whether or
+  not an earlier turn failed. ``reward`` is 1.0 or 0.0 from it.
+- ``verdict`` — *the official cumulative verdict*: what ``bfcl-safe evaluate`` gives the
+  steps played so far (the first failing turn stops the checks; a force-termination
+  before the last turn fails the entry with ``multi_turn:force_terminated``). After the
+  last turn it equals the score file's verdict on :meth:`Episode.result`.
+
+**Errors**: every method raises only the project's documented exceptions
+(:class:`~bfcl_safe.interp.errors.BfclSafeError` subclasses): :class:`StepInputError`
+(not a step), :class:`StepRefused` (nested deeper than
+:data:`~bfcl_safe.interp.limits.MAX_RESULT_LINE_DEPTH`), :class:`TurnOverError`,
+:class:`EpisodeOverError`, :class:`EpisodeLimitError` (a state too large or deep to
+copy, compare or show) and ``IndexError``/``ValueError`` subclasses of them for bad
+arguments. Work is counted against one :class:`~bfcl_safe.interp.budget.Budget` per
+episode; when it runs out the episode ends with ``bfcl_safe:resource_limit`` (the step
+says :attr:`TurnEnd.RESOURCE_LIMIT`), never a crash.
+
+Episodes pickle (``pickle.dumps(ep)``) and have :meth:`~Episode.snapshot` /
+:meth:`~Episode.restore`: a restored episode continues exactly as the original would.
+Episodes share nothing; many can run in threads at the same time.
+"""
+
+from __future__ import annotations
+
+import copy
+import enum
+import threading
+from typing import Any, Mapping, Sequence
+
+import attrs
+
+from bfcl_safe.checker import openai_format
+from bfcl_safe.checker.episode import (
+    MAXIMUM_STEP_LIMIT, EpisodeError, Side, missed_docs, mpmath_lock, turn_messages, visible_tools,
+)
+from bfcl_safe.checker.verdict import ErrorType, Verdict, force_terminated_verdict, is_empty_step, new_sides, turn_failure
+from bfcl_safe.interp import limits
+from bfcl_safe.interp.budget import Budget
+from bfcl_safe.interp.errors import BfclSafeError, BudgetExceeded
+
+# Dataset's lazy indexes are not safe to build from several threads at once.
+_DATASET_LOCK = threading.Lock()
+
+#: ``tools(format=...)``: the dataset's own docs, or the OpenAI tools list in one of
+#: :data:`~bfcl_safe.checker.openai_format.STYLES` (``"openai"`` is Chat Completions).
+TOOL_FORMATS = ("bfcl", "openai", *openai_format.STYLES)
+
+
+# --------------------------------------------------------------------------- errors
+
+
+class TurnOverError(EpisodeError):
+    """A step after its turn ended (call :meth:`Episode.next_turn`). ``turn``: that turn."""
+
+    def __init__(self, entry_id: str, turn: int):
+        self.entry_id, self.turn = entry_id, turn
+        super().__init__(f"{entry_id}: turn {turn} is over; call next_turn()")
+
+    def __reduce__(self):
+        return (type(self), (self.entry_id, self.turn))
+
+
+class EpisodeOverError(EpisodeError):
+    """A step after the episode ended."""
+
+    def __init__(self, entry_id: str):
+        self.entry_id = entry_id
+        super().__init__(f"{entry_id}: the episode is over")
+
+    def __reduce__(self):
+        return (type(self), (self.entry_id,))
+
+
+class StepInputError(EpisodeError, TypeError):
+    """``step()`` was given something that is not a step; ``kind`` names its type,
+    ``where`` the place inside it."""
+
+    def __init__(self, kind: str, where: str = "step"):
+        self.kind, self.where = kind, where
+        super().__init__(
+            f"{where}: {kind} is not part of a step (an assistant message, its OpenAI tool_calls, "
+            "FC calls [{name: arguments}] or call text)")
+
+    def __reduce__(self):
+        return (type(self), (self.kind, self.where))
+
+
+class StepRefused(EpisodeError, ValueError):
+    """A step refused before it runs: nested deeper than ``limit``."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        super().__init__(f"step refused: nested deeper than {limit}")
+
+    def __reduce__(self):
+        return (type(self), (self.limit,))
+
+
+class EpisodeLimitError(EpisodeError):
+    """The episode's state is too large or too deep for ``operation`` (``"state"``,
+    ``"snapshot"``, ...); ``cause`` names the exception that stopped it."""
+
+    def __init__(self, operation: str, cause: str):
+        self.operation, self.cause = operation, cause
+        super().__init__(f"{operation}: the episode's state is too large or too deep ({cause})")
+
+    def __reduce__(self):
+        return (type(self), (self.operation, self.cause))
+
+
+class ArgumentError(EpisodeError, ValueError):
+    """A method argument out of its range; ``name`` is the argument."""
+
+    def __init__(self, name: str, message: str):
+        self.name = name
+        super().__init__(message)
+
+    def __reduce__(self):
+        return (type(self), (self.name, str(self)))
+
+
+# --------------------------------------------------------------------------- typed results
+
+
+class TurnEnd(str, enum.Enum):
+    """Why a step ended its turn."""
+
+    #: The step decoded to no call (the model's text reply, ``[]``): BFCL's next turn.
+    NO_CALLS = "no_calls"
+    #: The step did not decode (``StepResult.decode_error`` says why): BFCL's next turn.
+    UNDECODABLE = "undecodable"
+    #: The turn's steps with calls exceeded BFCL's step limit: the episode is force-terminated.
+    STEP_LIMIT = "step_limit"
+    #: The episode's resource budget ran out: the episode ends, failed (``bfcl_safe:resource_limit``).
+    RESOURCE_LIMIT = "resource_limit"
+    #: bfcl-safe could not run the step (a bug): the episode ends, failed (``bfcl_safe:internal_error``).
+    INTERNAL_ERROR = "internal_error"
+
+
+@attrs.frozen
+class CallResult:
+    """One call of a step: ``call`` as BFCL's decoder renders it (the text the reference
+    executes), ``result`` the string BFCL inference sends back, ``tool_call_id`` the id
+    the model gave it (OpenAI input), else None."""
+
+    call: str
+    result: str
+    tool_call_id: str | None = None
+
+
+@attrs.frozen
+class StepResult:
+    """What one step did. ``calls`` ran (empty when none did); ``messages`` are what
+    BFCL inference appends to the chat next (FC: one ``tool`` message per call that has
+    a ``tool_call_id``, as BFCL pairs them; prompting: one ``user`` message with the
+    ``repr()`` of the results; nothing when no call ran). ``turn_over``/``ended`` say
+    whether and why the turn ended; ``done`` whether the episode did."""
+
+    calls: tuple[CallResult, ...]
+    messages: tuple[dict, ...]
+    turn: int
+    step_in_turn: int
+    turn_over: bool
+    ended: TurnEnd | None
+    done: bool
+    decode_error: str | None = None
+
+    @property
+    def results(self) -> list[str]:
+        """The result strings, one per call that ran."""
+        return [call.result for call in self.calls]
+
+
+@attrs.frozen
+class TurnOutcome:
+    """A turn's outcome, usable as a reward (see the module docstring for the exact
+    meaning): ``passed``/``failure`` — this turn's checks in isolation; ``verdict`` —
+    the official cumulative verdict so far."""
+
+    turn: int
+    passed: bool
+    failure: Verdict | None
+    verdict: Verdict
+
+    @property
+    def reward(self) -> float:
+        return 1.0 if self.passed else 0.0
+
+
+@attrs.frozen
+class Snapshot:
+    """An episode's state at one moment (:meth:`Episode.snapshot`); restore it any number
+    of times. Opaque."""
+
+    entry_id: str
+    state: Any = attrs.field(repr=False)
+
+
+# --------------------------------------------------------------------------- the episode
+
+
+_PLAIN_LEAVES = (str, int, float, bool, type(None))
+
+
+def _plain_step(value: Any, depth_limit: int) -> Any:
+    """``value`` copied into plain JSON-like data (dicts with str keys, lists; tuples
+    become lists), iteratively; StepInputError for anything else, StepRefused past
+    ``depth_limit``."""
+    root: list[Any] = [None]
+    stack = [(value, root, 0, 0, "step")]
+    while stack:
+        item, parent, key, depth, where = stack.pop()
+        if isinstance(item, bool) or item is None:
+            parent[key] = item
+            continue
+        if isinstance(item, str):
+            parent[key] = str(item)
+            continue
+        if isinstance(item, int):
+            parent[key] = int(item)
+            continue
+        if isinstance(item, float):
+            parent[key] = float(item)
+            continue
+        if depth >= depth_limit:
+            raise StepRefused(depth_limit)
+        if isinstance(item, Mapping):
+            out: dict = {}
+            parent[key] = out
+            for name in list(item.keys()):
+                if not isinstance(name, str):
+                    raise StepInputError(f"a {type(name).__name__} key", where)
+                out[str(name)] = None
+                stack.append((item[name], out, str(name), depth + 1, f"{where}[{name[:40]!r}]"))
+        elif isinstance(item, (list, tuple)):
+            items = list(item)
+            out_list: list = [None] * len(items)
+            parent[key] = out_list
+            for index, child in enumerate(items):
+                stack.append((child, out_list, index, depth + 1, f"{where}[{index}]"))
+        else:
+            raise StepInputError(type(item).__name__, where)
+    return root[0]
+
+
+def _has_tool_calls(value: Any) -> bool:
+    try:
+        return hasattr(value, "tool_calls")
+    except Exception:  # noqa: BLE001 - an object whose attributes raise is not a message
+        return False
+
+
+def _is_openai_call(item: Any) -> bool:
+    return isinstance(item, Mapping) and isinstance(item.get("function"), Mapping) and "name" in item["function"]
+
+
+class Episode:
+    """One entry played turn by turn (see the module docstring). Build with
+    :meth:`from_entry`."""
+
+    def __init__(self, entry: Mapping[str, Any], prompt: Mapping[str, Any], ground_truth: list[list[str]],
+                 model: Side, truth: Side):
+        self.entry = entry
+        self.prompt = prompt
+        self.ground_truth = ground_truth
+        self.model = model
+        self.truth = truth
+        self.budget = Budget()
+        self._turn = 0
+        self._turn_over = False
+        self._done = False
+        self._force_terminated = False
+        self._steps_in_turn = 0
+        #: Per turn: every step given, as a result file holds it.
+        self._raw: list[list[Any]] = [[]]
+        #: Per turn: the decoded calls of each step that ran.
+        self._decoded: list[list[list[Any]]] = [[]]
+        #: Per turn: the result strings of each step that ran.
+        self._results: list[list[list[str]]] = [[]]
+        self._all_results: list[str] = []
+        #: Per turn run so far: the ground truth's result strings.
+        self._truth_results: list[list[str]] = []
+        #: Turns whose checks are final (their turn ended).
+        self._closed = 0
+        self._failure: Verdict | None = None
+        #: Set when the episode ended on a resource limit or an internal error.
+        self._abort: Verdict | None = None
+
+    @classmethod
+    def from_entry(cls, entry: Mapping[str, Any] | str, dataset: Any, *, owner: str | None = None) -> "Episode":
+        """An episode of ``entry`` (a dataset entry or its id) to play turn by turn.
+
+        It owns its backends and a ground-truth side of its own for the checks.
+        ``owner`` is a model name (a result folder's name): the backends' instances are
+        then named as when ``bfcl-safe evaluate`` scores that model, which decides the
+        reference's name rewrite inside string arguments; with None they get neutral
+        names. ``excluded_function`` is ignored, as BFCL does.
+        """
+        from bfcl_safe.checker.contract import category_of, is_long_context
+
+        with _DATASET_LOCK:
+            if isinstance(entry, str):
+                entry = dataset.entry(entry)
+            entry_id = entry["id"]
+            ground_truth = [list(turn) for turn in dataset.ground_truth_for(entry_id)]
+            prompt = dataset.prompt_entry(entry_id)
+            data = dataset.long_context_data() if is_long_context(category_of(entry_id)) else None
+        model, truth = new_sides(entry, owner, data)
+        return cls(entry, prompt, ground_truth, model, truth)
+
+    # ------------------------------------------------------------------ views
+
+    @property
+    def id(self) -> str:
+        return self.entry["id"]
+
+    @property
+    def instances(self) -> Mapping[str, Any]:
+        """The model side's backend instances (live; read them, do not change them)."""
+        return self.model.instances
+
+    @property
+    def turn(self) -> int:
+        """The current turn's index (the last turn once the episode is done)."""
+        return self._turn
+
+    @property
+    def turn_count(self) -> int:
+        return len(self.ground_truth)
+
+    @property
+    def turn_over(self) -> bool:
+        """True once the current turn ended (see :class:`TurnEnd`); call :meth:`next_turn`."""
+        return self._turn_over
+
+    @property
+    def done(self) -> bool:
+        """True after the last turn ended, a force-termination, or an abort."""
+        return self._done
+
+    @property
+    def force_terminated(self) -> bool:
+        """True when a turn exceeded :data:`MAXIMUM_STEP_LIMIT` steps."""
+        return self._force_terminated
+
+    def messages(self, turn: int | None = None, *, mode: str = "fc") -> list[dict]:
+        """The user messages of ``turn`` (default: the current one), as BFCL inference
+        sends them in ``mode`` ``"fc"`` or ``"prompting"``."""
+        if mode not in openai_format.MESSAGE_MODES:
+            raise ArgumentError("mode", f"mode must be one of {', '.join(openai_format.MESSAGE_MODES)}, not {mode!r}")
+        return turn_messages(self.entry, missed_docs(self.prompt), self._turn_index(turn), mode)
+
+    def tools(self, turn: int | None = None, *, format: str = "bfcl") -> list[dict]:
+        """The tools visible at ``turn`` (default: the current one): ``format="bfcl"`` the
+        dataset's docs; ``"openai"`` (Chat Completions) or ``"openai-responses"`` the
+        exact tools list BFCL's OpenAI FC handler sends then (hint added to the
+        descriptions, types converted; :mod:`~bfcl_safe.checker.openai_format`). A copy."""
+        index = self._turn_index(turn)
+        if format == "bfcl":
+            return visible_tools(list(self.prompt.get("function") or ()), missed_docs(self.prompt), index)
+        if format not in TOOL_FORMATS:
+            raise ArgumentError("format", f"format must be one of {', '.join(TOOL_FORMATS)}, not {format!r}")
+        style = "openai-completions" if format == "openai" else format
+        return openai_format.tools_for_turn(self.prompt, index, style=style)
+
+    def _turn_index(self, turn: int | None) -> int:
+        if turn is None:
+            return self._turn
+        if type(turn) is not int or not 0 <= turn < len(self.ground_truth):
+            raise ArgumentError("turn", f"turn must be 0..{len(self.ground_truth) - 1}, not {turn!r}"[:200])
+        return turn
+
+    def state(self) -> dict[str, dict[str, Any]]:
+        """``{class: {attribute: value}}`` of the model side's compared attributes, as plain data."""
+        try:
+            return self.model.state()
+        except (RecursionError, MemoryError, ValueError, OverflowError) as exc:
+            raise EpisodeLimitError("state", type(exc).__name__) from None
+
+    def result(self) -> list[list[Any]]:
+        """The steps given so far, per turn, as a BFCL result file's ``result`` holds them
+        (score it with ``bfcl-safe evaluate``; the verdict equals :meth:`check_turn`'s
+        after the last turn)."""
+        return copy.deepcopy(self._raw)
+
+    # ------------------------------------------------------------------ steps
+
+    def step(self, calls: Any, *, decoder: str | None = None) -> StepResult:
+        """Run one model step of the current turn.
+
+        ``calls``: an assistant message (dict with ``tool_calls``/``content``, or an SDK
+        object with ``.tool_calls``) — stored as BFCL's FC handler stores it; its OpenAI
+        ``tool_calls`` list; FC calls as a result file holds them (``[{name:
+        arguments}]``, arguments a JSON object or its text); or call text (a ``str``, or
+        a list of ``str`` of one call each; decoded as a prompting model's steps).
+        ``decoder`` forces one of ``checker.decoders.DECODERS`` for result-file steps.
+
+        As in BFCL inference, a step that decodes to no call or does not decode ends
+        the turn; the step that takes the turn past :data:`MAXIMUM_STEP_LIMIT` runs,
+        then force-terminates the episode. Calls of held-out tools run even before their
+        turn, as in BFCL.
+        """
+        if self._done:
+            raise EpisodeOverError(self.id)
+        if self._turn_over:
+            raise TurnOverError(self.id, self._turn)
+        raw, decoder, ids = self._as_step(calls, decoder)
+        turn = self._turn
+        self._raw[turn].append(copy.deepcopy(raw))
+        try:
+            with self.budget.active():
+                return self._run_step(raw, decoder, ids)
+        except BudgetExceeded as exc:
+            return self._abort_with(Verdict.failed(
+                ErrorType.RESOURCE_LIMIT,
+                [f"resource limit: budget {exc.budget!r} exceeded ({exc.spent:,} > {exc.limit:,}); the entry fails"],
+                turn, details={"budget": exc.budget, "limit": exc.limit, "spent": exc.spent}), TurnEnd.RESOURCE_LIMIT)
+        except BfclSafeError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a step must never crash its caller
+            return self._abort_with(Verdict.failed(
+                ErrorType.INTERNAL_ERROR, [f"bfcl-safe could not run this step: {type(exc).__name__}"], turn,
+                details={"exception": type(exc).__name__}), TurnEnd.INTERNAL_ERROR)
+
+    def _as_step(self, calls: Any, decoder: str | None) -> tuple[Any, str, list[Any] | None]:
+        """The step as a result file would hold it, its decoder and the tool-call ids."""
+        from bfcl_safe.checker.decoders import DECODERS
+
+        depth = limits.MAX_RESULT_LINE_DEPTH
+        if decoder is not None:
+            if not isinstance(decoder, str) or decoder not in DECODERS:
+                raise ArgumentError("decoder", f"unknown decoder {decoder!r}"[:200] + "; expected a key of DECODERS")
+            return _plain_step(calls, depth), decoder, None
+        if not isinstance(calls, (str, list, tuple, Mapping)) and _has_tool_calls(calls):
+            step, ids = openai_format.reply_step(calls)  # an SDK message object
+            return _plain_step(step, depth), "fc", _plain_step(ids, depth)
+        if isinstance(calls, Mapping) and ("tool_calls" in calls or calls.get("role") == "assistant"):
+            message = _plain_step(calls, depth)
+            step, ids = openai_format.reply_step(message)
+            return step, "fc", ids
+        calls = _plain_step(calls, depth)
+        if not isinstance(calls, (str, list, dict)):
+            raise StepInputError(type(calls).__name__)
+        if isinstance(calls, dict):
+            return [calls], "fc", None
+        if isinstance(calls, str):
+            return calls, "prompting", None
+        if all(_is_openai_call(item) for item in calls) and calls:
+            step, ids = openai_format.reply_step({"tool_calls": calls})
+            return step, "fc", ids
+        if all(isinstance(item, dict) for item in calls):
+            return calls, "fc", None
+        if all(isinstance(item, str) for item in calls):
+            return f"[{', '.join(item.strip() for item in calls)}]", "prompting", None
+        raise StepInputError("a list mixing calls of different kinds")
+
+    def _run_step(self, raw: Any, decoder: str, ids: list[Any] | None) -> StepResult:
+        from bfcl_safe.checker.decoders import DECODERS, DecodeError, decode_step
+
+        turn = self._turn
+        try:
+            decoded = decode_step(raw, decoder)
+        except DecodeError as exc:
+            return self._end_turn_result(TurnEnd.UNDECODABLE, str(exc)[:500])
+        if is_empty_step(decoded):
+            return self._end_turn_result(TurnEnd.NO_CALLS, None)
+        results = self.model.run(decoded)
+        self._decoded[turn].append(decoded)
+        self._results[turn].append(results)
+        self._all_results.extend(results)
+        self._steps_in_turn += 1
+        try:
+            texts = DECODERS[decoder][1](raw)
+        except Exception:  # noqa: BLE001 - shown text only; fall back to the call's own
+            texts = []
+        if len(texts) != len(results):
+            texts = [str(call) for call in decoded]
+        ids_list = list(ids) if ids is not None else []
+        call_results = tuple(
+            CallResult(text, result, ids_list[i] if i < len(ids_list) and isinstance(ids_list[i], str) else None)
+            for i, (text, result) in enumerate(zip(texts, results)))
+        if decoder == "fc":
+            messages = tuple(openai_format.tool_messages(results, ids_list))
+        else:
+            messages = (openai_format.prompting_results_message(results, texts),)
+        ended = None
+        if self._steps_in_turn > MAXIMUM_STEP_LIMIT:
+            self._force_terminated = True
+            self._turn_over = True
+            self._done = True
+            ended = TurnEnd.STEP_LIMIT
+            if turn == len(self.ground_truth) - 1:
+                # Cut short in its last turn, the result still has every turn: scored as usual.
+                self._close_turn()
+        return StepResult(call_results, messages, turn, self._steps_in_turn, self._turn_over, ended, self._done)
+
+    def _end_turn_result(self, ended: TurnEnd, reason: str | None) -> StepResult:
+        self._turn_over = True
+        return StepResult((), (), self._turn, self._steps_in_turn, True, ended, self._done, reason)
+
+    def _abort_with(self, verdict: Verdict, ended: TurnEnd) -> StepResult:
+        self._abort = verdict
+        self._turn_over = True
+        self._done = True
+        return StepResult((), (), self._turn, self._steps_in_turn, True, ended, True)
+
+    # ------------------------------------------------------------------ turns and checks
+
+    def next_turn(self) -> bool:
+        """End the current turn (its checks become final) and start the next one.
+        False when there is none: the episode is done."""
+        if self._done:
+            return False
+        self._guarded(self._close_turn)
+        if self._done:
+            return False
+        if self._turn + 1 >= len(self.ground_truth):
+            self._done = True
+            self._turn_over = True
+            return False
+        self._turn += 1
+        self._turn_over = False
+        self._steps_in_turn = 0
+        self._raw.append([])
+        self._decoded.append([])
+        self._results.append([])
+        return True
+
+    def end_turn(self) -> TurnOutcome:
+        """The current turn's :class:`TurnOutcome`, then :meth:`next_turn` (a reward per
+        turn, gym-style). The outcome is computed before the next turn starts."""
+        outcome = self.turn_outcome()
+        self.next_turn()
+        return outcome
+
+    def turn_outcome(self) -> TurnOutcome:
+        """The current turn's outcome as it stands now (see the module docstring)."""
+        turn = self._turn
+        failure = self._guarded(lambda: self._check(turn))
+        if self._abort is not None:
+            failure = self._abort
+        return TurnOutcome(turn, failure is None, failure, self.check_turn())
+
+    def check_turn(self) -> Verdict:
+        """The official verdict so far: the scorer's checks of every turn up to the
+        current one (the current one as it stands now, even if unfinished). After a
+        force-termination before the last turn the verdict is
+        ``multi_turn:force_terminated``, as when scoring the result (``failing_turn`` is
+        then the first turn that failed its checks, or the cut-short turn)."""
+        if self._abort is not None:
+            return self._abort
+        last = len(self.ground_truth) - 1
+        if self._force_terminated and self._turn < last:
+            failure = self._failure
+            turn = self._failure.failing_turn if failure is not None else self._turn
+            return force_terminated_verdict(self._turn + 1, len(self.ground_truth), turn, failure)
+        if self._failure is not None:
+            return self._failure
+        if self._closed > self._turn:
+            return Verdict.passed(self._closed)
+        failure = self._guarded(lambda: self._check(self._turn))
+        if self._abort is not None:
+            return self._abort
+        if failure is not None:
+            return failure
+        return Verdict.passed(self._turn + 1)
+
+    def _close_turn(self) -> None:
+        if self._closed > self._turn:
+            return
+        if self._failure is None:
+            self._failure = self._check(self._turn)
+        self._closed = self._turn + 1
+
+    def _check(self, turn: int) -> Verdict | None:
+        """The scorer's checks of ``turn`` against the ground truth, the model's state and
+        results as they are now."""
+        while len(self._truth_results) <= turn:
+            self._truth_results.append(self.truth.run(self.ground_truth[len(self._truth_results)]))
+        execution_results = [{"model": [list(r) for r in self._results[i]],
+                              "ground_truth": list(self._truth_results[i])} for i in range(turn + 1)]
+        with mpmath_lock(self.model.instances):
+            return turn_failure(turn, self._decoded[turn], self.ground_truth[turn], self.model, self.truth,
+                                self._truth_results[turn], self._all_results, execution_results)
+
+    def _guarded(self, work):
+        """Run checking work under the episode's budget; a budget overrun or a state the
+        checks cannot handle ends the episode with bfcl-safe's own error types."""
+        turn = self._turn
+        try:
+            with self.budget.active():
+                return work()
+        except BudgetExceeded as exc:
+            self._abort = Verdict.failed(
+                ErrorType.RESOURCE_LIMIT,
+                [f"resource limit: budget {exc.budget!r} exceeded ({exc.spent:,} > {exc.limit:,}); the entry fails"],
+                turn, details={"budget": exc.budget, "limit": exc.limit, "spent": exc.spent})
+        except BfclSafeError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - RecursionError/ValueError on hostile state
+            self._abort = Verdict.failed(
+                ErrorType.INTERNAL_ERROR, [f"bfcl-safe could not check this turn: {type(exc).__name__}"], turn,
+                details={"exception": type(exc).__name__})
+        self._turn_over = True
+        self._done = True
+        return None
+
+    # ------------------------------------------------------------------ copies
+
+    def snapshot(self) -> Snapshot:
+        """The episode's whole state now (backends of both sides, turn bookkeeping, budget)."""
+        return Snapshot(self.id, self._copy_state(self.__dict__, "snapshot"))
+
+    def restore(self, snapshot: Snapshot) -> None:
+        """Put the episode back to ``snapshot`` (one of its own); the snapshot stays usable."""
+        if not isinstance(snapshot, Snapshot) or snapshot.entry_id != self.id:
+            raise ArgumentError("snapshot", f"not a snapshot of {self.id}")
+        self.__dict__.update(self._copy_state(snapshot.state, "restore"))
+
+    def _copy_state(self, state: Mapping[str, Any], operation: str) -> dict:
+        # The dataset's values (entry, prompt, ground truth) are read-only: shared, not copied.
+        memo = {id(state[name]): state[name] for name in ("entry", "prompt", "ground_truth")}
+        try:
+            with mpmath_lock(self.model.instances):
+                return copy.deepcopy(dict(state), memo)
+        except (RecursionError, MemoryError, ValueError, TypeError) as exc:
+            raise EpisodeLimitError(operation, type(exc).__name__) from None
+
+    def __getstate__(self) -> dict:
+        return dict(self.__dict__)
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+
+    def __repr__(self) -> str:
+        return f"<Episode {self.id} turn {self._turn}/{len(self.ground_truth)}{' done' if self._done else ''}>"
+
+
+__all__ = [
+    "ArgumentError", "CallResult", "Episode", "EpisodeError", "EpisodeLimitError", "EpisodeOverError",
+    "MAXIMUM_STEP_LIMIT", "Snapshot", "StepInputError", "StepRefused", "StepResult", "TOOL_FORMATS", "TurnEnd",
+    "TurnOutcome", "TurnOverError",
+]
