@@ -57,7 +57,7 @@ from bfcl_safe.interp.errors import BudgetExceeded, RejectedInput
 
 __all__ = [
     "NotComputable", "PURE_BUILTINS", "REFUSED_BUILTINS", "binary_op", "call_builtin", "check_depth",
-    "check_plain", "is_builtin_name", "unary_op", "value_size",
+    "check_plain", "is_builtin_name", "rendered_size", "unary_op", "value_size",
 ]
 
 #: The budget kind charged here (see interp/limits.py).
@@ -133,8 +133,9 @@ def check_plain(value: Any, limit: int = limits.MAX_NESTING_DEPTH) -> None:
         stack.extend((child, depth + 1) for child in children)
 
 
-def value_size(value: Any) -> int:
-    """The size of a plain value (see the module docstring); linear in its distinct objects."""
+def value_size(value: Any, text: Callable[[Any], int] = len) -> int:
+    """The size of a plain value (see the module docstring); linear in its distinct
+    objects. ``text`` sizes a str or bytes (default: its length)."""
     sizes: dict[int, int] = {}
     keep = []  # the containers measured, alive while their ids are keys of ``sizes``
     stack: list[tuple[Any, bool]] = [(value, False)]
@@ -142,7 +143,7 @@ def value_size(value: Any) -> int:
         item, done = stack.pop()
         kind = type(item)
         if kind is str or kind is bytes:
-            sizes[id(item)] = len(item)
+            sizes[id(item)] = text(item)
             continue
         if kind is int:
             sizes[id(item)] = _int_digits(item)
@@ -160,6 +161,26 @@ def value_size(value: Any) -> int:
             stack.append((item, True))
             stack.extend((child, False) for child in children if id(child) not in sizes)
     return max(1, sizes[id(value)])
+
+
+def _repr_length(text: str | bytes) -> int:
+    """At most how long ``repr`` of a str or bytes is: printable text escapes a quote
+    or backslash into two characters; anything else at most ten (``\\U0001f600``)."""
+    if type(text) is str and text.isprintable():
+        return 2 * len(text) + 2
+    return (10 if type(text) is str else 4) * len(text) + 3
+
+
+def _ascii_length(text: str | bytes) -> int:
+    if type(text) is str and text.isascii() and text.isprintable():
+        return 2 * len(text) + 2
+    return 10 * len(text) + 3
+
+
+def rendered_size(value: Any) -> int:
+    """At most how many characters ``repr``/``str`` of a plain value has, in units of
+    :func:`value_size` (strings as their ``repr``, at most)."""
+    return value_size(value, _repr_length)
 
 
 def _charge(size: int) -> None:
@@ -207,9 +228,8 @@ _FLOAT_TYPES = frozenset("eEfFgG")
 def _percent(template: str | bytes, args: Any) -> Any:
     """``template % args`` with the result's size bounded first.
 
-    Without widths or large precisions, each conversion writes at most ten characters
-    per unit of its argument's size (``%r`` of a string escapes a character into at
-    most ten) plus 320 (``%f`` of 1e308). Otherwise a dry run of the same conversions
+    Without widths or large precisions, each conversion writes at most its argument's
+    :func:`rendered_size` plus 320 (``%f`` of 1e308). Otherwise a dry run of the same conversions
     with every width dropped and every precision capped at 50 raises exactly the errors
     the real run raises, from the same conversion (CPython's checks do not depend on
     the sizes), and the real result is at most the dry one plus each dropped width and
@@ -254,12 +274,12 @@ def _percent(template: str | bytes, args: Any) -> Any:
         values = args.values() if type(args) is dict else args if type(args) is tuple else (args,)
         extra += sum(abs(v) for v in values if type(v) is int and _int_digits(v) < 20)
     if type(args) is dict:
-        largest = max((value_size(v) for v in args.values()), default=0)
-        natural = len(text) + conversions * (10 * largest + 320)
+        largest = max((rendered_size(v) for v in args.values()), default=0)
+        natural = len(text) + conversions * (largest + 320)
     elif type(args) is tuple:
-        natural = len(text) + 10 * value_size(args) + 320 * len(args)
+        natural = len(text) + rendered_size(args) + 320 * len(args)
     else:
-        natural = len(text) + 10 * value_size(args) + 320
+        natural = len(text) + rendered_size(args) + 320
     if extra == 0:
         _charge(natural)
         return template % args
@@ -294,7 +314,11 @@ _FORMAT_SPEC = re.compile(
 )
 
 
-def _format(value: Any, spec: Any = "") -> Any:
+def _format(*args: Any, **kwargs: Any) -> Any:
+    given = _bind(args, kwargs, ("value", "format_spec"), 1, positional_only=2)
+    if given is None:
+        return format(*args, **kwargs)  # CPython's argument error
+    value, spec = given["value"], given.get("format_spec", "")
     if type(spec) is not str:
         return format(value, spec)  # CPython's TypeError
     found = _FORMAT_SPEC.fullmatch(spec)
@@ -391,6 +415,22 @@ def unary_op(op: str, operand: Any) -> Any:
 _SAFE_CODECS = frozenset({"utf-8", "utf8", "ascii", "latin-1", "latin1", "iso-8859-1", "utf-16", "utf-32"})
 
 
+def _bind(args: tuple, kwargs: Mapping[str, Any], parameters: tuple[str, ...], required: int,
+          positional_only: int = 0) -> dict[str, Any] | None:
+    """``{parameter: value}`` when the call fits the signature, else None (the builtin
+    itself then raises its own argument error, before computing anything)."""
+    if len(args) > len(parameters):
+        return None
+    given = dict(zip(parameters, args))
+    for key, value in kwargs.items():
+        if key not in parameters or key in given or parameters.index(key) < positional_only:
+            return None
+        given[key] = value
+    if any(parameter not in given for parameter in parameters[:required]):
+        return None
+    return given
+
+
 def _sized(function: Callable[..., Any]) -> Callable[..., Any]:
     """A builtin whose result is at most as large as its arguments (plus a constant):
     charge that before computing."""
@@ -404,18 +444,20 @@ def _sized(function: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _str(*args: Any, **kwargs: Any) -> Any:
-    if len(args) + len(kwargs) > 1:
-        encoding = args[1] if len(args) > 1 else kwargs.get("encoding")
+    given = _bind(args, kwargs, ("object", "encoding", "errors"), 0)
+    if given is not None and ("encoding" in given or "errors" in given):
+        encoding = given.get("encoding")
         if type(encoding) is str and encoding.lower().replace("_", "-") not in _SAFE_CODECS:
             raise NotComputable(f"codec {encoding!r} is not looked up", "str")
-    _charge(sum(value_size(a) * 10 for a in args) + sum(value_size(v) * 10 for v in kwargs.values()) + 1)
+    _charge(sum(rendered_size(a) for a in args) + sum(rendered_size(v) for v in kwargs.values()) + 1)
     return str(*args, **kwargs)
 
 
 def _repr_like(function: Callable[[Any], Any]) -> Callable[..., Any]:
+    text = _ascii_length if function is ascii else _repr_length
+
     def call(*args: Any, **kwargs: Any) -> Any:
-        # repr of a string escapes a character into at most 10 ("\U0001f600").
-        _charge(sum(value_size(a) * 10 for a in args) + 1)
+        _charge(sum(value_size(a, text) for a in args) + 1)
         return function(*args, **kwargs)
 
     call.__name__ = function.__name__
@@ -424,25 +466,24 @@ def _repr_like(function: Callable[[Any], Any]) -> Callable[..., Any]:
 
 
 def _round(*args: Any, **kwargs: Any) -> Any:
-    number = args[0] if args else kwargs.get("number")
-    ndigits = args[1] if len(args) > 1 else kwargs.get("ndigits")
+    given = _bind(args, kwargs, ("number", "ndigits"), 1) or {}
+    number, ndigits = given.get("number"), given.get("ndigits")
     if type(number) in (int, bool) and type(ndigits) in (int, bool) and ndigits < 0:
         _charge_int(-ndigits)  # CPython computes 10 ** -ndigits
     return round(*args, **kwargs)
 
 
 def _pow(*args: Any, **kwargs: Any) -> Any:
-    base = args[0] if args else kwargs.get("base")
-    exp = args[1] if len(args) > 1 else kwargs.get("exp")
-    mod = args[2] if len(args) > 2 else kwargs.get("mod")
-    if mod is None and base is not None and exp is not None:
+    given = _bind(args, kwargs, ("base", "exp", "mod"), 2)
+    if given is not None and given.get("mod") is None:
+        base, exp = given["base"], given["exp"]
         _check_binary("**", base, exp)
     return pow(*args, **kwargs)
 
 
 def _sum(*args: Any, **kwargs: Any) -> Any:
-    items = args[0] if args else None
-    start = args[1] if len(args) > 1 else kwargs.get("start", 0)
+    given = _bind(args, kwargs, ("iterable", "start"), 1, positional_only=1) or {}
+    items, start = given.get("iterable"), given.get("start", 0)
     if type(items) in _CONTAINERS and type(start) not in (int, bool, float, complex):
         # Sequences added one by one: each partial sum is a new object (quadratic).
         total = value_size(start)
@@ -549,51 +590,53 @@ def _no_arguments(name: str) -> Callable[[int, list[str]], str | None]:
     return check
 
 
-def _exec_check(positional: int, keywords: list[str]) -> str | None:
-    # exec(source, globals=None, locals=None, /, *, closure=None)
-    if positional < 1:
-        return "exec() takes at least 1 positional argument (0 given)"
-    if positional > 3:
-        return f"exec() takes at most 3 positional arguments ({positional} given)"
-    for key in keywords:
-        if key != "closure":
-            return f"'{key}' is an invalid keyword argument for exec()"
-    return None
+def _clinic(name: str, parameters: tuple[str, ...], positional_only: int, required: int,
+            keyword_only: tuple[str, ...] = ()) -> Callable[[int, list[str]], str | None]:
+    """Argument Clinic's keyword parsing (``_PyArg_UnpackKeywords``), in its order:
+    too many arguments, too many or too few positionals, a missing required argument, one given by name
+    and position, an unknown keyword."""
+    maximum = len(parameters)
+    every = parameters + keyword_only
 
-
-def _named(name: str, parameters: tuple[str, ...], required: int) -> Callable[[int, list[str]], str | None]:
-    """Argument Clinic with named parameters (``open``, ``compile``): a missing one is
-    ``name() missing required argument 'file' (pos 1)``."""
     def check(positional: int, keywords: list[str]) -> str | None:
-        if positional > len(parameters):
-            return (f"{name}() takes at most {len(parameters)} argument{'s' * (len(parameters) != 1)} "
-                    f"({positional + len(keywords)} given)")
-        for key in keywords:
-            if key not in parameters:
-                return f"{name}() got an unexpected keyword argument '{key}'"
-            if parameters.index(key) < positional:
-                return (f"argument for {name}() given by name ('{key}') and position "
-                        f"({parameters.index(key) + 1})")
-        given = set(keywords) | set(parameters[:positional])
-        for index, parameter in enumerate(parameters[:required]):
-            if parameter not in given:
-                return f"{name}() missing required argument '{parameter}' (pos {index + 1})"
+        total = positional + len(keywords)
+        if total > len(every):
+            return (f"{name}() takes at most {len(every)} {'keyword ' * (positional == 0)}"
+                    f"argument{'s' * (len(every) != 1)} ({total} given)")
+        if positional > maximum:
+            how = "at most" if required < maximum else "exactly"
+            return f"{name}() takes {how} {maximum} positional argument{'s' * (maximum != 1)} ({positional} given)"
+        least = min(required, positional_only)
+        if positional < least:
+            how = "at least" if least < maximum else "exactly"
+            return f"{name}() takes {how} {least} positional argument{'s' * (least != 1)} ({positional} given)"
+        left = list(keywords)
+        for index in range(max(positional, positional_only), len(every)):
+            if every[index] in left:
+                left.remove(every[index])
+            elif index < required:
+                return f"{name}() missing required argument '{every[index]}' (pos {index + 1})"
+        for index in range(positional_only, positional):
+            if every[index] in left:
+                return f"argument for {name}() given by name ('{every[index]}') and position ({index + 1})"
+        for key in left:
+            return f"'{key}' is an invalid keyword argument for {name}()"
         return None
 
     return check
 
 
 _OPEN_PARAMETERS = ("file", "mode", "buffering", "encoding", "errors", "newline", "closefd", "opener")
-_COMPILE_PARAMETERS = ("source", "filename", "mode", "flags", "dont_inherit", "optimize", "_feature_version")
+_COMPILE_PARAMETERS = ("source", "filename", "mode", "flags", "dont_inherit", "optimize")
 
 #: Builtins never run: name -> the check of CPython's argument parsing, which fails
 #: before the builtin does anything (its TypeError text), or says nothing (the call
 #: would run: it stays refused, as an undefined name).
 REFUSED_BUILTINS: Mapping[str, Callable[[int, list[str]], str | None]] = {
-    "exec": _exec_check,
+    "exec": _clinic("exec", ("source", "globals", "locals"), 3, 1, ("closure",)),
     "eval": _expected("eval", 1, 3),
-    "compile": _named("compile", _COMPILE_PARAMETERS, 3),
-    "open": _named("open", _OPEN_PARAMETERS, 1),
+    "compile": _clinic("compile", _COMPILE_PARAMETERS, 0, 3, ("_feature_version",)),
+    "open": _clinic("open", _OPEN_PARAMETERS, 0, 1),
     "getattr": _expected("getattr", 2, 3),
     "setattr": _expected("setattr", 3, 3),
     "delattr": _expected("delattr", 2, 2),
@@ -605,6 +648,60 @@ REFUSED_BUILTINS: Mapping[str, Callable[[int, list[str]], str | None]] = {
     "input": _expected("input", 0, 1),
 }
 
+#: Argument Clinic converters of the refused builtins' parameters, checked in order
+#: after the arity (``object`` parameters are not converted).
+_CONVERTERS: Mapping[str, Mapping[str, str]] = {
+    "compile": {"filename": "path", "mode": "str", "flags": "int", "dont_inherit": "int", "optimize": "int",
+                "_feature_version": "int"},
+    "open": {"mode": "str", "buffering": "int", "encoding": "str?", "errors": "str?", "newline": "str?",
+             "closefd": "int"},
+}
+_PARAMETERS = {"compile": _COMPILE_PARAMETERS + ("_feature_version",), "open": _OPEN_PARAMETERS}
+
+
+def _converter_error(name: str, parameter: str, kind: str, value: Any) -> str | None:
+    shown = "None" if value is None else type(value).__name__
+    if kind == "str" and type(value) is not str:
+        return f"{name}() argument '{parameter}' must be str, not {shown}"
+    if kind == "str?" and value is not None and type(value) is not str:
+        return f"{name}() argument '{parameter}' must be str or None, not {shown}"
+    if kind == "int" and type(value) not in (int, bool):
+        return f"'{type(value).__name__}' object cannot be interpreted as an integer"
+    if kind == "path" and type(value) not in (str, bytes):
+        return f"expected str, bytes or os.PathLike object, not {type(value).__name__}"
+    return None
+
+
+#: Plain types with ``__getitem__`` (what ``PyMapping_Check`` accepts).
+_MAPPING_LIKE = frozenset({dict, list, tuple, str, bytes})
+
+
+def _exec_eval_error(name: str, args: tuple, kwargs: Mapping[str, Any]) -> str | None:
+    """The checks of ``exec``/``eval`` before they compile or run the source."""
+    source = args[0]
+    namespace = args[1] if len(args) > 1 else None
+    local = args[2] if len(args) > 2 else None
+    if name == "exec":
+        if namespace is not None and local is None:
+            local = namespace
+        if namespace is not None and type(namespace) is not dict:
+            return f"exec() globals must be a dict, not {type(namespace).__name__}"
+        if local is not None and type(local) not in _MAPPING_LIKE:
+            return f"locals must be a mapping or None, not {type(local).__name__}"
+        if type(source) in (str, bytes) and kwargs.get("closure") is not None:
+            return "closure can only be used when source is a code object"
+    else:
+        if local is not None and type(local) not in _MAPPING_LIKE:
+            return "locals must be a mapping"
+        if namespace is not None and type(namespace) is not dict:
+            if type(namespace) in _MAPPING_LIKE:
+                return "globals must be a real dict; try eval(expr, {}, mapping)"
+            return "globals must be a dict"
+    if type(source) not in (str, bytes):
+        return f"{name}() arg 1 must be a string, bytes or code object"
+    return None  # it would compile and run the source
+
+
 #: Argument types the refused builtins check right after their arity, before running.
 _ATTRIBUTE_NAME_POSITION = {"getattr": 1, "setattr": 1, "delattr": 1, "hasattr": 1}
 
@@ -614,12 +711,25 @@ def _refused_error(name: str, args: tuple, kwargs: Mapping[str, Any]) -> str | N
     message = check(len(args), list(kwargs))
     if message is not None:
         return message
+    if name in _CONVERTERS:
+        given = dict(zip(_PARAMETERS[name], args), **kwargs)
+        for parameter in _PARAMETERS[name]:
+            kind = _CONVERTERS[name].get(parameter)
+            if kind is not None and parameter in given:
+                message = _converter_error(name, parameter, kind, given[parameter])
+                if message is not None:
+                    return message
+        if name == "open" and type(given["file"]) not in (str, bytes, int, bool, float):
+            return f"expected str, bytes or os.PathLike object, not {type(given['file']).__name__}"
+        return None
     if name in _ATTRIBUTE_NAME_POSITION:
         attribute = args[_ATTRIBUTE_NAME_POSITION[name]]
         if type(attribute) is not str:
             return f"attribute name must be string, not '{type(attribute).__name__}'"
-    if name in ("exec", "eval") and type(args[0]) not in (str, bytes):
-        return f"{name}() arg 1 must be a string, bytes or code object"
+    if name in ("exec", "eval"):
+        return _exec_eval_error(name, args, kwargs)
+    if name == "vars" and args:
+        return "vars() argument must have __dict__ attribute"  # no plain value has one
     return None
 
 
