@@ -12,28 +12,27 @@ from __future__ import annotations
 from bfcl_safe.interp.errors import BfclSafeError
 
 import json
-import re
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from bfcl_safe.checker.dataset import MULTI_TURN_CATEGORIES, Dataset
+from bfcl_safe.checker.contract import ENTRY_ID, MULTI_TURN_CATEGORIES
+from bfcl_safe.checker.dataset import Dataset
 from bfcl_safe.checker.decoders import DECODERS
 from bfcl_safe.checker.episode import missed_docs, plain, turn_messages
 from bfcl_safe.checker.decoders.models import decoder_for_model
 from bfcl_safe.checker.runner import find_result_files, read_result_lines
 from bfcl_safe.checker.terminal import shown
 from bfcl_safe.checker.verdict import (
-    EMPTY_TURN, FORCE_TERMINATED, RESPONSE_MISMATCH, STATE_MISMATCH, check_turns_at, decode_turn,
-    evaluate_entry,
+    EMPTY_TURN, RESPONSE_MISMATCH, STATE_MISMATCH, EntryInput, Verdict, check_entry, decode_turn,
 )
+from bfcl_safe.interp.budget import Budget
+from bfcl_safe.interp.errors import BudgetExceeded
 
 #: Differing paths listed per attribute (the rest are counted).
 MAX_DIFF_PATHS = 40
 #: Characters of a value or result shown on a terminal (``--json`` shows everything).
 MAX_SHOWN = 240
 
-_ID = re.compile(r"^(multi_turn_[a-z_]+?)_(\d+)$")
-_STATE_CLASS = re.compile(r"^Model instance for (\w+) does not match the state")
 _ABSENT = object()
 
 
@@ -98,19 +97,18 @@ def state_diff(attribute: str, model_value: Any, truth_value: Any) -> dict:
             "paths": paths, "more_paths": max(0, len(found) - MAX_DIFF_PATHS)}
 
 
-def _turn_detail(error: dict) -> dict:
-    """What the failing turn's error shows: the state diff or the missing responses."""
+def _turn_detail(verdict: Verdict) -> dict:
+    """What the failing turn's verdict shows: the state diff (with the backend class the
+    verdict names) or the missing responses."""
     detail: dict[str, Any] = {}
-    details = error.get("details") or {}
-    message = error.get("error_message")
-    if error.get("error_type") == STATE_MISMATCH:
-        match = _STATE_CLASS.match(message if isinstance(message, str) else "")
+    details = verdict.details if isinstance(verdict.details, dict) else {}
+    if verdict.error_type == STATE_MISMATCH:
         detail["state_diff"] = {
-            "class": match.group(1) if match else None,
+            "class": verdict.backend_class,
             "attributes": [state_diff(attribute, values["model"], values["ground_truth"])
                            for attribute, values in details.get("differences", {}).items()],
         }
-    if error.get("error_type") == RESPONSE_MISMATCH:
+    if verdict.error_type == RESPONSE_MISMATCH:
         detail["missing_responses"] = list(details.get("missing_items", []))
     return detail
 
@@ -159,7 +157,7 @@ def explain_entry(
     report: Callable[[str], None] = lambda message: None,
 ) -> dict:
     """The explanation of one entry, as plain data (see :func:`render_text`)."""
-    match = _ID.match(entry_id)
+    match = ENTRY_ID.match(entry_id) if isinstance(entry_id, str) else None
     if match is None or match.group(1) not in MULTI_TURN_CATEGORIES:
         raise ExplainError(f"unknown id {entry_id!r}: not a multi-turn entry id (e.g. multi_turn_base_2)")
     category = match.group(1)
@@ -178,24 +176,24 @@ def explain_entry(
     result = item["result"]
 
     trace: list[dict] = []
-    record = evaluate_entry(
-        entry, result, ground_truth, model_name=model, test_category=category, decoder=decoder,
-        long_context_data=dataset.long_context_data, prompt_entry=lambda: dataset.prompt_entry(entry_id),
-        inference_log=item.get("inference_log", ""), trace=trace,
-    )
-    valid = bool(record.get("valid"))
-    error = {} if valid else record["error"]
-    failing = None if valid else record["first_failing_turn"]
-
-    decoded_turns: list[list[tuple[Any, list]] | None] = []
-    if type(result) is list:
-        decoded_turns = [decode_turn(turn, decoder) for turn in result]
-    turn_error = error
-    if error.get("error_type") == FORCE_TERMINATED and failing is not None and failing < len(trace):
-        # The verdict is force_terminated; a turn the model completed failed first.
-        prefix = [[calls for _, calls in steps or []] for steps in decoded_turns[: failing + 1]]
-        turn_error, _ = check_turns_at(prefix, ground_truth[: failing + 1], entry, model,
-                                       dataset.long_context_data)
+    # Scored as the scorer scores it: under a fresh budget (a hostile entry cannot make
+    # explain hang or grow without bound either).
+    try:
+        with Budget().active():
+            verdict = check_entry(EntryInput(entry, result, ground_truth, model_name=model, test_category=category,
+                                             decoder=decoder, long_context_data=dataset.long_context_data),
+                                  trace=trace)
+            decoded_turns: list[list[tuple[Any, list]] | None] = []
+            if type(result) is list:
+                decoded_turns = [decode_turn(turn, decoder) for turn in result]
+    except BudgetExceeded as exc:
+        raise ExplainError(f"{entry_id}: checking it used up the resource budget {exc.budget!r} "
+                           f"({exc.spent:,} > {exc.limit:,}); the scorer fails it with bfcl_safe:resource_limit",
+                           ) from None
+    valid = verdict.valid
+    failing = verdict.failing_turn
+    # A force-terminated entry whose completed turn failed its own checks first: that turn's verdict.
+    turn_verdict = verdict.turn_failure if verdict.turn_failure is not None else verdict
 
     turns = []
     for index, truth_turn in enumerate(ground_truth):
@@ -223,17 +221,17 @@ def explain_entry(
                              for n, call in enumerate(truth_turn)],
             "run": executed is not None,
         }
-        if status == "failed" and turn_error.get("error_type") is not None:
-            turn["error_type"] = turn_error["error_type"]
-            message = turn_error.get("error_message")
+        if status == "failed" and turn_verdict.error_type is not None:
+            turn["error_type"] = str(turn_verdict.error_type)
+            message = turn_verdict.error_message
             turn["error_message"] = message[0] if isinstance(message, list) and len(message) == 1 else message
-            if turn_error.get("error_type") == EMPTY_TURN:
+            if turn_verdict.error_type == EMPTY_TURN:
                 turn["error_message"] += " (the model ran no call in this turn; the ground truth runs " \
                                          f"{len(truth_turn)})"
-            turn.update(_turn_detail(turn_error))
+            turn.update(_turn_detail(turn_verdict))
         turns.append(turn)
 
-    message = error.get("error_message")
+    message = verdict.error_message
     if type(result) is not list:
         # BFCL records a failed inference as the error text in place of the turns.
         inference = {"result": result if isinstance(result, str) else None,
@@ -249,10 +247,10 @@ def explain_entry(
         "decoder": decoder,
         "result_file": str(path),
         "valid": valid,
-        "error_type": error.get("error_type"),
+        "error_type": None if verdict.error_type is None else str(verdict.error_type),
         "error_message": message[0] if isinstance(message, list) and len(message) == 1 else message,
         "first_failing_turn": failing,
-        "turns_passed": len(ground_truth) if valid else record["turns_passed"],
+        "turns_passed": len(ground_truth) if valid else verdict.turns_passed,
         "turn_count": len(ground_truth),
         "model_turn_count": len(result) if type(result) is list else None,
         "inference_error": inference,

@@ -388,3 +388,38 @@ def test_demo_writes_into_the_cache_folder_by_default(runner, tmp_path, monkeypa
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache"]
     assert "entries _3 fail: their last turn holds no calls" in out.stdout
     assert "entries none (fewer entries) begin with a hostile step" in out.stdout
+
+
+def test_explain_checks_under_the_scorers_budget(runner, tmp_path, monkeypatch):
+    """explain scores the entry under a fresh budget, as the scorer does: with budgets too
+    small for it, a one-line error naming the budget instead of unbounded work."""
+    import bfcl_safe.interp.budget as budget_module
+
+    _tree(tmp_path, models=(MODEL_A,), categories=("multi_turn_base",))
+    monkeypatch.setattr(budget_module, "ENTRY_BUDGETS", {kind: 0 for kind in budget_module.ENTRY_BUDGETS})
+    out = runner.invoke(main, ["explain", "--result-dir", str(tmp_path / "result"), "--id", "multi_turn_base_0",
+                               "--data", str(wheel())])
+    assert out.exit_code == 1
+    assert re.fullmatch(r"Error: multi_turn_base_0: checking it used up the resource budget '\w+' \(\d[\d,]* > 0\); "
+                        r"the scorer fails it with bfcl_safe:resource_limit", _err(out).strip().splitlines()[-1])
+
+
+def test_explain_a_force_terminated_entry_shows_the_completed_turn_that_failed_first(runner, tmp_path):
+    data = dataset()
+    _tree(tmp_path, models=(MODEL_A,), categories=("multi_turn_base",))
+    path = tmp_path / "result" / MODEL_A / "multi_turn" / "BFCL_v4_multi_turn_base_result.json"
+    lines = path.read_text().splitlines()
+    entry = json.loads(lines[0])
+    assert len(data.ground_truth_for(entry["id"])) > 2
+    entry["result"] = entry["result"][:-1]  # cut short: force_terminated
+    entry["result"][0] = [[]]  # and its first turn has no calls: it fails first
+    lines[0] = json.dumps(entry)
+    path.write_text("\n".join(lines) + "\n")
+    out = runner.invoke(main, ["explain", "--result-dir", str(tmp_path / "result"), "--id", entry["id"],
+                               "--data", str(wheel()), "--json"])
+    assert out.exit_code == 0, _err(out)
+    explanation = json.loads(out.stdout)
+    assert explanation["error_type"] == "multi_turn:force_terminated"
+    assert explanation["first_failing_turn"] == 0
+    assert explanation["turns"][0]["status"] == "failed"
+    assert explanation["turns"][0]["error_type"] == "multi_turn:empty_turn_model_response"
