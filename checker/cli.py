@@ -97,28 +97,43 @@ class Interrupted(click.ClickException):
         click.echo(f"Interrupted: {self.format_message()}", err=True)
 
 
+def _file_stamp(path: Path) -> tuple[int, int, int] | None:
+    try:
+        status = path.stat()
+    except OSError:
+        return None
+    return status.st_ino, status.st_mtime_ns, status.st_size
+
+
 @attrs.define
 class RunState:
     """What the running ``evaluate`` has planned and where it writes, so that an
-    interruption can say what was written."""
+    interruption can say what was written: each planned score file's identity (inode,
+    modification time, size) before scoring, compared with what is there when asked
+    (score files are written to a temporary file and renamed, so a written one is new)."""
 
     score_dir: Path
     planned: list[tuple[str, str]]
-    started: float
+    before: dict[tuple[str, str], tuple[int, int, int] | None] = attrs.Factory(dict)
 
-    def written(self) -> tuple[list[str], list[str]]:
-        """(written, not written) as ``model/category`` texts: a score file counts as
-        written by this run when it was modified after the run started."""
+    @classmethod
+    def start(cls, score_dir: Path, planned: list[tuple[str, str]]) -> "RunState":
+        state = cls(score_dir, planned)
+        state.before = {key: _file_stamp(state.path(*key)) for key in planned}
+        return state
+
+    def path(self, model: str, category: str) -> Path:
         from bfcl_safe.checker.scores import score_file_path
 
+        return score_file_path(self.score_dir, model, category)
+
+    def written(self) -> tuple[list[str], list[str]]:
+        """(written, not written) as ``model/category`` texts."""
         done, not_done = [], []
-        for model, category in self.planned:
-            path = score_file_path(self.score_dir, model, category)
-            try:
-                fresh = path.stat().st_mtime >= self.started
-            except OSError:
-                fresh = False
-            (done if fresh else not_done).append(f"{model}/{category}")
+        for key in self.planned:
+            stamp = _file_stamp(self.path(*key))
+            fresh = stamp is not None and stamp != self.before.get(key)
+            (done if fresh else not_done).append(f"{key[0]}/{key[1]}")
         return done, not_done
 
 
@@ -395,8 +410,7 @@ def _score(plan: Plan, options: Any, dataset: Dataset, *, partial_credit_column:
 
     say = Messages()
     files = _discover(plan, say)
-    state = RunState(plan.score_dir, [(f.model, f.category) for f in files], time.time() - 1)
-    _RUN.append(state)
+    _RUN.append(RunState.start(plan.score_dir, [(f.model, f.category) for f in files]))
     options = attrs.evolve(
         options,
         model_decoders=tuple((m, s.decoder) for m, s in plan.settings.items() if s.decoder),

@@ -311,6 +311,10 @@ def test_one_boundary_one_line_no_traceback(runner, tmp_path, monkeypatch, error
 def test_ctrl_c_says_what_was_written(runner, tmp_path, monkeypatch):
     _tree(tmp_path, models=(MODEL_A,), categories=("multi_turn_base", "multi_turn_miss_func"))
     monkeypatch.setattr(runner_module, "score_tree", _failing_score_tree(KeyboardInterrupt(), write_first=True))
+    # A score file of an earlier run is there for the category this run does not reach.
+    earlier = tmp_path / "score" / MODEL_A / "multi_turn" / "BFCL_v4_multi_turn_miss_func_score.json"
+    earlier.parent.mkdir(parents=True)
+    earlier.write_text(json.dumps({"accuracy": 1.0, "correct_count": 3, "total_count": 3}) + "\n")
     out = _evaluate(runner, tmp_path, "--partial-eval")
     assert out.exit_code == 130
     message = _err(out).strip().splitlines()[-1]
