@@ -67,7 +67,7 @@ from bfcl_safe.checker import openai_format
 from bfcl_safe.checker.episode import (
     MAXIMUM_STEP_LIMIT, EpisodeError, Side, missed_docs, mpmath_lock, turn_messages, visible_tools,
 )
-from bfcl_safe.checker.verdict import ErrorType, Verdict, force_terminated_verdict, is_empty_step, new_sides, turn_failure
+from bfcl_safe.checker.verdict import Verdict, force_terminated_verdict, is_empty_step, new_sides, turn_failure
 from bfcl_safe.interp import limits
 from bfcl_safe.interp.budget import Budget
 from bfcl_safe.interp.errors import BfclSafeError, BudgetExceeded
@@ -445,16 +445,11 @@ class Episode:
             with self.budget.active():
                 return self._run_step(raw, decoder, ids)
         except BudgetExceeded as exc:
-            return self._abort_with(Verdict.failed(
-                ErrorType.RESOURCE_LIMIT,
-                [f"resource limit: budget {exc.budget!r} exceeded ({exc.spent:,} > {exc.limit:,}); the entry fails"],
-                turn, details={"budget": exc.budget, "limit": exc.limit, "spent": exc.spent}), TurnEnd.RESOURCE_LIMIT)
+            return self._abort_with(Verdict.resource_limit(exc, turn), TurnEnd.RESOURCE_LIMIT)
         except BfclSafeError:
             raise
         except Exception as exc:  # noqa: BLE001 - a step must never crash its caller
-            return self._abort_with(Verdict.failed(
-                ErrorType.INTERNAL_ERROR, [f"bfcl-safe could not run this step: {type(exc).__name__}"], turn,
-                details={"exception": type(exc).__name__}), TurnEnd.INTERNAL_ERROR)
+            return self._abort_with(Verdict.internal_error(exc, "run this step", turn), TurnEnd.INTERNAL_ERROR)
 
     def _as_step(self, calls: Any, decoder: str | None) -> tuple[Any, str, list[Any] | None]:
         """The step as a result file would hold it, its decoder and the tool-call ids."""
@@ -625,16 +620,11 @@ class Episode:
             with self.budget.active():
                 return work()
         except BudgetExceeded as exc:
-            self._abort = Verdict.failed(
-                ErrorType.RESOURCE_LIMIT,
-                [f"resource limit: budget {exc.budget!r} exceeded ({exc.spent:,} > {exc.limit:,}); the entry fails"],
-                turn, details={"budget": exc.budget, "limit": exc.limit, "spent": exc.spent})
+            self._abort = Verdict.resource_limit(exc, turn)
         except BfclSafeError:
             raise
         except Exception as exc:  # noqa: BLE001 - RecursionError/ValueError on hostile state
-            self._abort = Verdict.failed(
-                ErrorType.INTERNAL_ERROR, [f"bfcl-safe could not check this turn: {type(exc).__name__}"], turn,
-                details={"exception": type(exc).__name__})
+            self._abort = Verdict.internal_error(exc, "check this turn", turn)
         self._turn_over = True
         self._done = True
         return None

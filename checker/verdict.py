@@ -35,6 +35,7 @@ from bfcl_safe.checker.decoders import DECODERS, DecodeError, decode_step
 from bfcl_safe.checker.contract import category_of, is_long_context
 from bfcl_safe.checker.episode import Side
 from bfcl_safe.checker.errors import INTERNAL_ERROR, RESOURCE_LIMIT
+from bfcl_safe.interp.errors import BudgetExceeded
 
 
 class ErrorType(str, enum.Enum):
@@ -107,6 +108,21 @@ class Verdict:
                turn_failure: "Verdict | None" = None) -> "Verdict":
         return cls(False, turn, ErrorType(error_type), message, details, execution_result, turn,
                    backend_class, turn_failure)
+
+    @classmethod
+    def resource_limit(cls, exc: "BudgetExceeded", turn: int = 0) -> "Verdict":
+        """bfcl-safe's failure for an entry (or episode) whose budget ran out (``exc``)."""
+        return cls.failed(
+            ErrorType.RESOURCE_LIMIT,
+            [f"resource limit: budget {exc.budget!r} exceeded ({exc.spent:,} > {exc.limit:,}); the entry fails"],
+            turn, details={"budget": exc.budget, "limit": exc.limit, "spent": exc.spent})
+
+    @classmethod
+    def internal_error(cls, exc: BaseException, what: str = "score this entry", turn: int = 0) -> "Verdict":
+        """bfcl-safe's failure for an entry (or episode) it could not ``what``; the
+        message names the exception's type only."""
+        return cls.failed(ErrorType.INTERNAL_ERROR, [f"bfcl-safe could not {what}: {type(exc).__name__}"], turn,
+                          details={"exception": type(exc).__name__})
 
     def error(self) -> dict:
         """The record's ``error`` dict, keys in the reference's order."""

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 
 from bfcl_safe.checker.replay import ground_truth_as_fc
-from bfcl_safe.checker.verdict import IRRELEVANCE, ORDER_MISMATCH, evaluate_entry
+from bfcl_safe.checker.verdict import (
+    IRRELEVANCE, ORDER_MISMATCH, CheckOptions, EntryInput, ErrorType, check_entry, evaluate_entry,
+)
 from tests.checker_support import dataset
 from tests.refenv import import_reference
 
@@ -57,6 +59,11 @@ def test_check_order_flags_a_reordered_turn_that_the_official_check_accepts():
                 continue  # the two calls belong to different classes
             assert ordered["error"]["error_type"] == ORDER_MISMATCH
             assert "does not match the method invoke order" in ordered["error"]["error_message"]
+            typed = check_entry(EntryInput(entry, result, truth, "m", "multi_turn_base", "fc"),
+                                CheckOptions(check_order=True))
+            assert typed.error_type is ErrorType.ORDER_MISMATCH and typed.failing_turn == t
+            assert typed.backend_class in entry["involved_classes"]
+            assert typed.backend_class in typed.error_message
             found += 1
             break
         if found >= 3:
