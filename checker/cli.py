@@ -410,6 +410,9 @@ def _score(plan: Plan, options: Any, dataset: Dataset, *, partial_credit_column:
 
     say = Messages()
     files = _discover(plan, say)
+    for model in plan.settings:
+        if model not in {f.model for f in files}:
+            say.note(f"--model-map/--model-name: {model!r} is not among the models scored here")
     _RUN.append(RunState.start(plan.score_dir, [(f.model, f.category) for f in files]))
     options = attrs.evolve(
         options,
@@ -490,7 +493,9 @@ def _existing_dir(path: Path, flag: str) -> Path:
     return path
 
 
-@main.command()
+@main.command(epilog="Exit status: 0 scoring completed (whatever the accuracy); 1 could not score; 2 usage "
+                     "error; 3 some result files refused (entries missing) or score files not written; "
+                     "70 internal error; 130 interrupted.")
 @click.option("--model", "models", multiple=True, metavar="NAME",
               help="Score only this model (repeatable, or comma-separated): a registry name like "
                    "openai/gpt-oss-120b or its folder name openai_gpt-oss-120b. Default: every model folder.")

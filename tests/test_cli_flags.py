@@ -427,3 +427,22 @@ def test_explain_a_force_terminated_entry_shows_the_completed_turn_that_failed_f
     assert explanation["first_failing_turn"] == 0
     assert explanation["turns"][0]["status"] == "failed"
     assert explanation["turns"][0]["error_type"] == "multi_turn:empty_turn_model_response"
+
+
+def test_a_model_map_entry_for_no_model_scored_is_noted(runner, tmp_path):
+    _tree(tmp_path, models=(MODEL_A,), categories=("multi_turn_base",))
+    mapping = tmp_path / "models.json"
+    mapping.write_text(json.dumps({"typo/model": {"display_name": "Typo"}}))
+    out = _evaluate(runner, tmp_path, "--partial-eval", "--model-map", str(mapping))
+    assert out.exit_code == 0, _err(out)
+    assert "note: --model-map/--model-name: 'typo_model' is not among the models scored here" in _err(out)
+
+
+def test_evaluate_help_lists_the_exit_statuses(runner):
+    out = runner.invoke(main, ["evaluate", "--help"])
+    assert out.exit_code == 0
+    text = " ".join(out.stdout.split())
+    assert "Exit status: 0 scoring completed" in text and "3 some result files refused" in text
+    for flag in ("--model", "--test-category", "--result-dir", "--score-dir", "--partial-eval", "--partial",
+                 "--model-name", "--model-map", "--partial-credit"):
+        assert flag in text
