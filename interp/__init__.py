@@ -6,6 +6,7 @@ Knows nothing about BFCL's backends; nothing here evaluates text.
 if __name__ != "bfcl_safe.interp":  # a second copy, imported from the source tree by its folder name
     raise ImportError("import bfcl_safe.interp, not interp: the folder interp/ is installed as bfcl_safe.interp")
 
+from bfcl_safe.interp.builtins import check_depth
 from bfcl_safe.interp.callspec import CallSpec, Container, Failure, NameRef, SourceString
 from bfcl_safe.interp.errors import RejectedInput
 from bfcl_safe.interp.execute import DENYLIST, run_call, run_step
@@ -16,7 +17,7 @@ from bfcl_safe.interp.text import parse_call
 from bfcl_safe.interp.tools import tool, tool_names
 
 __all__ = [
-    "CallSpec", "Container", "DENYLIST", "ERROR_PREFIX", "Failure", "MethodTable", "NameRef",
+    "CallSpec", "Container", "DENYLIST", "check_depth", "ERROR_PREFIX", "Failure", "MethodTable", "NameRef",
     "RejectedInput", "SourceString", "fc_call", "format_error", "format_result", "parse_call",
     "reference_text", "run_call", "run_step", "tool", "tool_names",
 ]

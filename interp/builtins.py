@@ -432,10 +432,22 @@ def _bind(args: tuple, kwargs: Mapping[str, Any], parameters: tuple[str, ...], r
 
 
 def _sized(function: Callable[..., Any]) -> Callable[..., Any]:
-    """A builtin whose result is at most as large as its arguments (plus a constant):
-    charge that before computing."""
+    """A builtin whose result is at most as large as its arguments (``abs``, ``int``,
+    ``divmod``): charge that before computing."""
     def call(*args: Any, **kwargs: Any) -> Any:
         _charge(sum(value_size(a) for a in args) + sum(value_size(v) for v in kwargs.values()) + 1)
+        return function(*args, **kwargs)
+
+    call.__name__ = function.__name__
+    call.__wrapped__ = function
+    return call
+
+
+def _small(function: Callable[..., Any]) -> Callable[..., Any]:
+    """A builtin whose result is one small value (``len``, ``any``, ``ord``, ...), read
+    from values already counted when they were made."""
+    def call(*args: Any, **kwargs: Any) -> Any:
+        _charge(1)
         return function(*args, **kwargs)
 
     call.__name__ = function.__name__
@@ -497,10 +509,15 @@ def _sum(*args: Any, **kwargs: Any) -> Any:
     return sum(*args, **kwargs)
 
 
+def _length(value: Any) -> int:
+    return len(value) if type(value) in (str, bytes, list, tuple, dict, set, frozenset) else 1
+
+
 def _sorting(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``sorted`` makes a new list of its argument's items; ``min``/``max`` return one of
+    them (n log n or n comparisons of plain values, each bounded by their size)."""
     def call(*args: Any, **kwargs: Any) -> Any:
-        # (n log n comparisons of plain values, each bounded by their size)
-        _charge(sum(value_size(a) for a in args) + len(kwargs) + 1)
+        _charge(sum(_length(a) for a in args) + 1 if function is sorted else 1)
         return function(*args, **kwargs)
 
     call.__name__ = function.__name__
@@ -509,10 +526,10 @@ def _sorting(function: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _elements(function: Callable[..., Any]) -> Callable[..., Any]:
-    """list/tuple/set/frozenset/dict: a string argument becomes one element per
-    character (each a new object): counted twice."""
+    """list/tuple/set/frozenset/dict: a new container of the argument's items (a string
+    becomes one new object per character)."""
     def call(*args: Any, **kwargs: Any) -> Any:
-        _charge(sum(value_size(a) * 2 for a in args) + sum(value_size(v) for v in kwargs.values()) + 1)
+        _charge(sum(_length(a) for a in args) + len(kwargs) + 1)
         return function(*args, **kwargs)
 
     call.__name__ = function.__name__
@@ -529,13 +546,13 @@ def _elements(function: Callable[..., Any]) -> Callable[..., Any]:
 #: that need type objects as arguments (``isinstance``, ``issubclass``, ``type``).
 PURE_BUILTINS: Mapping[str, Callable[..., Any]] = {
     "abs": _sized(abs),
-    "all": _sized(all),
-    "any": _sized(any),
+    "all": _small(all),
+    "any": _small(any),
     "ascii": _repr_like(ascii),
     "bin": _repr_like(bin),
-    "bool": _sized(bool),
-    "callable": _sized(callable),
-    "chr": _sized(chr),
+    "bool": _small(bool),
+    "callable": _small(callable),
+    "chr": _small(chr),
     "dict": _elements(dict),
     "divmod": _sized(divmod),
     "float": _sized(float),
@@ -543,12 +560,12 @@ PURE_BUILTINS: Mapping[str, Callable[..., Any]] = {
     "frozenset": _elements(frozenset),
     "hex": _repr_like(hex),
     "int": _sized(int),
-    "len": _sized(len),
+    "len": _small(len),
     "list": _elements(list),
     "max": _sorting(max),
     "min": _sorting(min),
     "oct": _repr_like(oct),
-    "ord": _sized(ord),
+    "ord": _small(ord),
     "pow": _pow,
     "repr": _repr_like(repr),
     "round": _round,

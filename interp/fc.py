@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from bfcl_safe.interp import limits
+from bfcl_safe.interp.builtins import check_depth
 from bfcl_safe.interp.callspec import CallSpec, NameRef, SourceString, dict_value, make_spec, sequence_value
 from bfcl_safe.interp.errors import RejectedInput
 from bfcl_safe.interp.text import REWRITE_PATTERN
@@ -110,7 +111,10 @@ def fc_call(name: str, arguments: Mapping[str, Any]) -> CallSpec | str | Rejecte
         return RejectedInput(f"arguments must be an object, not {type(arguments).__name__}")
     if not _plain_call(name, arguments):
         try:
+            check_depth(arguments)  # before repr: deep values are refused, not recursed into
             return reference_text(name, arguments)
+        except RejectedInput as exc:
+            return exc
         except Exception as exc:  # noqa: BLE001 - e.g. repr of a too-long integer
             return RejectedInput(f"cannot render arguments: {exc}")
     budget = None
