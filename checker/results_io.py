@@ -110,6 +110,7 @@ class Discovery:
 # --------------------------------------------------------------------------- text shown
 
 
+_SURROGATE = re.compile(r"\\udc([89a-f][0-9a-f])")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
@@ -123,7 +124,7 @@ def shown_path(path: Any) -> str:
 
 def shown(value: Any) -> str:
     """``repr(value)`` cut to a readable length (ids come from hostile files), on one line."""
-    text = shown_path(repr(value))
+    text = shown_path(_SURROGATE.sub(r"\\x\1", repr(value)))
     return text if len(text) <= 80 else f"{text[:60]}...({len(text)} characters)"
 
 
@@ -310,11 +311,12 @@ def find_result_files(result_dir: Path) -> list[ResultFile]:
 # --------------------------------------------------------------------------- reading
 
 
-def open_regular(path: Path, limit: int = MAX_RESULT_FILE_BYTES) -> io.BufferedReader:
+def open_regular(path: Path, limit: int | None = None) -> io.BufferedReader:
     """Open ``path`` for reading if it is a regular file of at most ``limit`` bytes, else
     raise :class:`UnreadableFile` (FIFOs, devices and sockets are never opened: a FIFO
     could block, a device never end). Symlinks to regular files are followed (reading
-    does not write anywhere)."""
+    does not write anywhere). ``limit`` defaults to :data:`MAX_RESULT_FILE_BYTES`."""
+    limit = MAX_RESULT_FILE_BYTES if limit is None else limit
     try:
         before = os.stat(path)
     except OSError as exc:

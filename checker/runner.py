@@ -264,7 +264,14 @@ def _read(result_file: ResultFile, options: Options, dataset: Dataset, decoders:
     if decoder is None:
         if result_file.model not in decoders:
             try:
-                decoders[result_file.model] = decoder_for_model(result_file.model, dataset, item.notes.append)
+                result_file.model.encode("utf-8")
+            except UnicodeEncodeError:  # (a registry name is UTF-8)
+                item.notes.append(f"model {shown(result_file.model)}: the folder name is not UTF-8, so not in the "
+                                  f"bfcl-eval model registry; decoding its steps with 'auto'")
+                decoders[result_file.model] = "auto"
+            try:
+                if result_file.model not in decoders:
+                    decoders[result_file.model] = decoder_for_model(result_file.model, dataset, item.notes.append)
             except Exception as exc:  # noqa: BLE001 - one model's lookup must not stop the others
                 item.unreadable = (f"{shown_path(result_file.path)}: no decoder could be chosen for model "
                                    f"{shown(result_file.model)} ({type(exc).__name__}: {shown_path(str(exc)[:200])}); "

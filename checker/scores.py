@@ -716,6 +716,10 @@ def write_leaderboard_csv(
         if model in overrides:
             return overrides[model]
         if dataset is not None:
+            try:
+                model.encode("utf-8")
+            except UnicodeEncodeError:  # a non-UTF-8 folder name is no registry name
+                return model
             return dataset.display_name(model)
         return model
 
