@@ -531,3 +531,18 @@ def test_resume_after_a_killed_run_equals_an_uninterrupted_run(dataset, tmp_path
                    result_path(tmp_path / "whole", "killed_model", BASE).read_text().splitlines()]
     assert [x["id"] for x in killed_lines] == ids
     assert killed_lines == whole_lines
+
+
+# --------------------------------------------------------------------------- the example
+
+
+def test_the_generate_example_scores_full_marks_on_ground_truth(dataset):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("example_generate_scripted", ROOT / "examples" / "generate_scripted.py")
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    lines: list[str] = []
+    assert example.main(["--data", str(dataset.location), "multi_turn_base_3", "multi_turn_miss_param_5"],
+                        log=lines.append) == 0
+    assert lines[-1] == "2/2 entries passed"
