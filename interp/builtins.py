@@ -229,11 +229,12 @@ def _percent(template: str | bytes, args: Any) -> Any:
     """``template % args`` with the result's size bounded first.
 
     Without widths or large precisions, each conversion writes at most its argument's
-    :func:`rendered_size` plus 320 (``%f`` of 1e308). Otherwise a dry run of the same conversions
-    with every width dropped and every precision capped at 50 raises exactly the errors
-    the real run raises, from the same conversion (CPython's checks do not depend on
-    the sizes), and the real result is at most the dry one plus each dropped width and
-    capped precision."""
+    :func:`rendered_size` plus 320 (``%f`` of 1e308). Otherwise a dry run of the same
+    conversions, every width and every precision past 50 replaced by zeros of the same
+    length (zero flags and precision 0: the error messages' indices stay those of the
+    template), raises exactly the errors the real run raises, from the same conversion
+    (CPython's checks do not depend on the sizes), and the real result is at most the
+    dry one plus each width and precision replaced."""
     text = template if type(template) is str else template.decode("latin-1")
     extra = 0
     star = False
@@ -247,7 +248,7 @@ def _percent(template: str | bytes, args: Any) -> Any:
         new_width = width or ""
         if width and width != "*" and int(width) <= _PY_SSIZE_T_MAX:  # larger: "width too big"
             extra += int(width)
-            new_width = ""
+            new_width = "0" * len(width)  # zero flags: no width, and every index unchanged
         new_precision = precision
         kind = found.group("type")
         if (precision and precision != "*" and kind in _PRECISION_PADS and _DRY_PRECISION < int(precision)
@@ -255,8 +256,8 @@ def _percent(template: str | bytes, args: Any) -> Any:
             # (Kept when CPython refuses it at once: "precision too big" past INT_MAX,
             # "precision too large" for floats past INT_MAX - 3. For %s, %r, %a a
             # precision only truncates.)
-            extra += int(precision) - _DRY_PRECISION
-            new_precision = str(_DRY_PRECISION)
+            extra += int(precision) + 2
+            new_precision = "0" * len(precision)
         if precision is not None:
             rest = found.end("precision")
         elif width is not None:
@@ -333,11 +334,15 @@ def _format(*args: Any, **kwargs: Any) -> Any:
         extra += int(width)
     pads = type(value) is not str  # a string's precision only truncates
     if pads and precision and len(precision) < 19 and int(precision) > _DRY_PRECISION:
-        extra += int(precision) - _DRY_PRECISION
+        extra += int(precision) + 2
     if extra:
-        dry_spec = (found.group("head") + ("" if width and len(width) < 19 else width) + found.group("grouping")
-                    + (("." + (str(_DRY_PRECISION) if pads and len(precision) < 19 and int(precision) > _DRY_PRECISION
-                               else precision)) if precision is not None else "")
+        # Widths and precisions replaced by zeros of the same length (the spec keeps its
+        # shape; CPython's errors do not depend on the sizes).
+        dry_precision = precision
+        if pads and precision and len(precision) < 19 and int(precision) > _DRY_PRECISION:
+            dry_precision = "0" * len(precision)
+        dry_spec = (found.group("head") + ("0" * len(width) if width and len(width) < 19 else width)
+                    + found.group("grouping") + ("." + dry_precision if precision is not None else "")
                     + found.group("type"))
     dry = format(value, dry_spec)  # raises what the real call raises
     _charge(len(dry) + extra)

@@ -354,6 +354,8 @@ def call_text(draw) -> str:
           "repr('%*d' % (3, 1))", "repr(b'%s' % b'x')", "repr({'a': 1} | {'a': 2, 'b': 3})", "repr({1} | {2})",
           "repr({'a': 1} | [1])", "repr('ab' * 3)", "repr([1] * -1)", "repr(2 ** 100)", "repr(1 << 70)",
           "repr(7 // 0)", "repr(1 / 3)", "repr(10 ** 4300 // 1)", "str(-(2**63))", "repr(not [])", "repr(~5)"])
+@example(["repr('x%3z' % '')", "repr('x%1900000000z' % '')", "repr('%5.70f|%d' % (1.5, 'x'))",
+          "repr(format(1, '20q'))", "repr(format(1.5, '>20.70f'))"])
 @example(["repr('%1900000000d' % 1)", "repr('%.3000000f' % 1.0)", "repr('x' * 10 ** 12)", "repr(9 ** 9 ** 9)",
           "repr(format(1, '1900000000d'))", "repr('%99999999999999999999d' % 1)", "repr('%9999999999d' % 'x')"])
 def test_builtin_calls_and_operators_agree_with_eval(oracle: Oracle, texts: list[str]) -> None:
