@@ -16,10 +16,11 @@ with the same exception text.
 from __future__ import annotations
 
 import copy
-from typing import Any, Dict, List, Mapping, Optional, Union
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Union
 
 import attrs
 
+from bfcl_safe.backends import growth
 from bfcl_safe.interp import limits
 from bfcl_safe.interp.tools import tool
 
@@ -90,15 +91,12 @@ class Directory:
         self.contents[dir_name] = Directory(dir_name, self)
 
     def __repr__(self) -> str:
-        # A Directory is always truthy, so the reference's ``parent.name if parent``
-        # is "the parent's name, or None for the root".
-        parent_name = self.parent.name if self.parent is not None else None
-        return f"<Directory: {self.name}, Parent: {parent_name}, Contents: {self.contents}>"
+        return _render(self)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Directory):
             return False
-        return self.name == other.name and self.contents == other.contents
+        return _same_tree(self, other)
 
     __hash__ = None  # like the reference: defining __eq__ makes it unhashable
 
@@ -112,29 +110,197 @@ def _no_such_path(path: Any) -> dict:
     return {"error": f"cd: '{path}': No such file or directory"}
 
 
-def _disk_size(item: Any) -> int:
-    """Bytes of UTF-8 content under ``item`` (recursive, children in order).
-
-    Same call pattern as the reference (a ``_read`` call per file, a generator per
-    directory), so that a directory cycle (see ``mv``) hits the recursion limit in
-    the same place, with the same message.
-    """
-    if isinstance(item, File):
-        return len(item._read().encode("utf-8"))
-    if isinstance(item, Directory):
-        return sum(_disk_size(child) for child in item.contents.values())
-    return 0
+# -- walks over trees -------------------------------------------------------------
+# Every walk is iterative: a tree may be deep (mkdir/cd chains) or contain itself
+# (``cp`` of a directory into itself shares the new copy with its own contents, as in
+# the reference), and nothing here may hit Python's recursion limit.
 
 
-def _find_under(directory: Directory, prefix: str, name: Any, matches: list) -> None:
-    """Append to ``matches`` the paths under ``directory`` whose last part contains ``name``
-    (pre-order, one frame per level like the reference)."""
+def _render(root: Directory) -> str:
+    """``repr`` of a directory, exactly as the reference's recursive ``__repr__`` writes it:
+    ``<Directory: NAME, Parent: PARENT-NAME, Contents: {...}>``, files as
+    ``<<File: NAME, Content: CONTENT>>``; a contents dict met again inside itself is
+    written ``{...}``, as ``dict.__repr__`` does."""
+    out: list[str] = []
+    open_dicts: set[int] = set()
+    # Work items, last first: a str is written as it is; ("dir", d) opens a directory;
+    # ("close", key) ends a contents dict; ("item", key, value, first) writes one entry.
+    work: list[Any] = [("dir", root)]
+    while work:
+        task = work.pop()
+        if type(task) is str:
+            out.append(task)
+            continue
+        if task[0] == "close":
+            open_dicts.discard(task[1])
+            out.append("}")
+            continue
+        if task[0] == "item":
+            _, key, value, first = task
+            out.append(("" if first else ", ") + repr(key) + ": ")
+            if isinstance(value, Directory):
+                work.append(("dir", value))
+            else:
+                out.append(repr(value))
+            continue
+        node = task[1]
+        # A Directory is always truthy, so the reference's ``parent.name if parent``
+        # is "the parent's name, or None for the root".
+        parent_name = node.parent.name if node.parent is not None else None
+        out.append(f"<Directory: {node.name}, Parent: {parent_name}, Contents: ")
+        contents = node.contents
+        key = id(contents)
+        if key in open_dicts:
+            out.append("{...}>")
+            continue
+        work.append(">")
+        if not contents:
+            out.append("{}")
+            continue
+        open_dicts.add(key)
+        out.append("{")
+        work.append(("close", key))
+        entries = list(contents.items())
+        for index in range(len(entries) - 1, -1, -1):
+            work.append(("item", entries[index][0], entries[index][1], index == 0))
+    return "".join(out)
+
+
+def _same_tree(left: Directory, right: Directory) -> bool:
+    """The reference's recursive ``==`` on directories (names equal, contents dicts equal:
+    same keys, values ``is``-identical or equal), computed with a work list. A pair of
+    directories met again while comparing is not compared again (the reference would
+    recurse without end on two trees that both contain themselves)."""
+    work = [(left, right)]
+    seen: set[tuple[int, int]] = set()
+    while work:
+        a, b = work.pop()
+        if not (a.name == b.name):
+            return False
+        mine, theirs = a.contents, b.contents
+        if len(mine) != len(theirs):
+            return False
+        for key, value in mine.items():
+            other = theirs.get(key, _MISSING)
+            if other is _MISSING:
+                return False
+            if value is other:
+                continue
+            if type(value) is Directory and type(other) is Directory:
+                pair = (id(value), id(other))
+                if pair not in seen:
+                    seen.add(pair)
+                    work.append((value, other))
+            elif not (value == other):
+                return False
+    return True
+
+
+_MISSING = object()
+
+
+class _Cycle(Exception):
+    """A walk entered a directory it was already walking: the tree contains itself."""
+
+
+# The reference's recursive ``find`` and ``du``, kept only for trees that contain
+# themselves: there the reference recurses until Python's recursion limit, and the
+# RecursionError's wording depends on the kind of call the limit is hit in (so on the
+# shape of the code and on the depth of the stack). Once an iterative walk has found the
+# cycle, these run from the same place the old recursive tools did and end in the same
+# error, which becomes the tool's error result; they never run on a tree without a cycle.
+
+
+def _find_recursive(directory: Directory, prefix: str, name: Any, matches: list) -> None:
     for item_name, item in directory.contents.items():
         item_path = f"{prefix}/{item_name}"
         if name is None or name in item_name:
             matches.append(item_path)
         if isinstance(item, Directory):
-            _find_under(item, item_path, name, matches)
+            _find_recursive(item, item_path, name, matches)
+
+
+def _disk_size_recursive(item: Any) -> int:
+    if isinstance(item, File):
+        return len(item._read().encode("utf-8"))
+    if isinstance(item, Directory):
+        return sum(_disk_size_recursive(child) for child in item.contents.values())
+    return 0
+
+
+def _as_recursion_error(recursive: Any, *args: Any) -> RecursionError:
+    try:
+        recursive(*args)
+    except RecursionError as exc:
+        return exc
+    return RecursionError("maximum recursion depth exceeded")  # pragma: no cover - a cycle recurses
+
+
+def _walk(start: Directory) -> Iterator[tuple[int, Any, Any]]:
+    """The reference's recursive pre-order walk, iteratively: yields ``(level, name,
+    item)`` for every item under ``start``, children in order (``level`` 0 for the items
+    of ``start`` itself). Entering a directory that is already being walked (the tree
+    contains itself) raises _Cycle, after the items the reference had visited first."""
+    on_path: set[int] = {id(start)}
+    # Entries left in each directory being walked, innermost last, and those directories.
+    stack: list[Iterator] = [iter(list(start.contents.items()))]
+    walked: list[int] = [id(start)]
+    while stack:
+        entry = next(stack[-1], None)
+        if entry is None:
+            stack.pop()
+            on_path.discard(walked.pop())
+            continue
+        item_name, item = entry
+        yield len(stack) - 1, item_name, item
+        if isinstance(item, Directory):
+            if id(item) in on_path:
+                raise _Cycle()
+            growth.walk(1)
+            on_path.add(id(item))
+            walked.append(id(item))
+            stack.append(iter(list(item.contents.items())))
+
+
+def _disk_size(directory: Directory) -> int:
+    """Bytes of UTF-8 content under ``directory``, as the reference's recursive ``du``
+    sums them (a ``_read`` per file, children in order)."""
+    total = 0
+    try:
+        for _, _, item in _walk(directory):
+            if isinstance(item, File):
+                total += len(item._read().encode("utf-8"))
+    except _Cycle:
+        raise _as_recursion_error(_disk_size_recursive, directory) from None
+    return total
+
+
+def _find_under(directory: Directory, prefix: str, name: Any) -> list:
+    """The paths under ``directory`` whose last part contains ``name``, pre-order, as the
+    reference's recursive ``find`` lists them."""
+    matches = []
+    prefixes = [prefix]  # prefixes[level]: the path of the directory walked at that level
+    try:
+        for level, item_name, item in _walk(directory):
+            item_path = f"{prefixes[level]}/{item_name}"
+            if name is None or name in item_name:
+                matches.append(item_path)
+            if isinstance(item, Directory):
+                del prefixes[level + 1:]
+                prefixes.append(item_path)
+    except _Cycle:
+        raise _as_recursion_error(_find_recursive, directory, prefix, name, []) from None
+    return matches
+
+
+def _depth(directory: Directory) -> int:
+    """Levels from the top of ``directory``'s parent chain (the root is level 0)."""
+    depth = 0
+    here = directory.parent
+    while here is not None:
+        depth += 1
+        here = here.parent
+    return depth
 
 
 @attrs.define(eq=False)
@@ -279,6 +445,11 @@ class GorillaFileSystem:
             return {"error": f"mkdir: cannot create directory '{dir_name}': Invalid character"}
         if dir_name in self._current_dir.contents:
             return {"error": f"mkdir: cannot create directory '{dir_name}': File exists"}
+        # Not in the reference: a chain of directories deeper than the tree_depth limit
+        # is refused (the reference compares and prints trees recursively and fails a
+        # few hundred levels down, so no official verdict depends on such a tree).
+        growth.refuse_above(growth.TREE_DEPTH, _depth(self._current_dir) + 1)
+        growth.store(dir_name)
         self._current_dir._add_directory(dir_name)
         return None
 
@@ -293,6 +464,7 @@ class GorillaFileSystem:
             return {"error": f"touch: cannot touch '{file_name}': Invalid character"}
         if file_name in self._current_dir.contents:
             return {"error": f"touch: cannot touch '{file_name}': File exists"}
+        growth.store(file_name)
         self._current_dir._add_file(file_name)
         return None
 
@@ -322,6 +494,9 @@ class GorillaFileSystem:
             # a directory (or to a file named ".", which resolves to the current
             # directory) fails with Python's AttributeError text.
             raise AttributeError(f"'{type(target).__name__}' object has no attribute '_write'")
+        # ``content`` may be a live part of the state (``cat(...)``'s result dict, which
+        # holds this file's content): the file then nests one level deeper per call.
+        growth.store(content, records=0)
         target.content = content
         return None
 
@@ -363,9 +538,7 @@ class GorillaFileSystem:
             if message.startswith("cd:"):
                 return {"error": message.replace("cd:", "find:", 1)}
             return start
-        matches: list = []
-        _find_under(start, path.rstrip("/"), name, matches)
-        return {"matches": matches}
+        return {"matches": _find_under(start, path.rstrip("/"), name)}
 
     def _file_here(self, file_name: Any) -> Optional[File]:
         """The file ``file_name`` of the current directory, or None (missing or not a file)."""
@@ -618,29 +791,61 @@ def _place_copy(target: Directory, name: Any, item: Union[File, Directory], shar
         target.contents[name].contents = item.contents if share else item.contents.copy()
 
 
-def _expanded_size(node: Union[File, Directory], memo: dict[int, int], active: set[int]) -> int:
-    """Entries under ``node`` with shared subtrees counted each time they appear
-    (memoised, so linear in distinct nodes; a cycle is not followed)."""
-    key = id(node)
-    if key in memo:
-        return memo[key]
-    if not isinstance(node, Directory) or key in active:
-        return 1
-    active.add(key)
-    total = 1 + sum(_expanded_size(child, memo, active) for child in node.contents.values())
-    active.discard(key)
-    memo[key] = total
-    return total
+def _expanded_totals(node: Union[File, Directory], memo: dict[int, tuple[int, int]]) -> tuple[int, int]:
+    """``(entries, characters)`` under ``node`` (itself included) with shared subtrees
+    counted each time they appear, as comparing and printing meet them; memoised, so
+    linear in the distinct nodes, each charged to the ``tree_walk`` budget. A directory
+    met again inside itself counts as one entry (the cycle is not followed)."""
+    if not isinstance(node, Directory):
+        return 1, _content_chars(node)
+    active: set[int] = set()
+    # Post-order with a work list: ("enter", d) then ("leave", d) after its children.
+    work: list[tuple[str, Directory]] = [("enter", node)]
+    while work:
+        step, directory = work.pop()
+        key = id(directory)
+        if step == "leave":
+            active.discard(key)
+            entries, chars = 1, 0
+            for child in directory.contents.values():
+                if isinstance(child, Directory):
+                    more = memo.get(id(child), (1, 0))  # absent: met inside itself
+                else:
+                    more = (1, _content_chars(child))
+                entries, chars = entries + more[0], chars + more[1]
+            memo[key] = (entries, chars)
+            continue
+        if key in memo or key in active:
+            continue
+        growth.walk(1)
+        active.add(key)
+        work.append(("leave", directory))
+        children = [c for c in directory.contents.values() if isinstance(c, Directory)]
+        work.extend(("enter", child) for child in reversed(children))
+    return memo.get(id(node), (1, 0))
+
+
+def _content_chars(item: Any) -> int:
+    """Characters of a file's content (what printing the state writes for it)."""
+    content = item.content if isinstance(item, File) else item
+    if type(content) is str:
+        return len(content)
+    return growth.measure(content)[0]
 
 
 def _check_tree_size(root: Directory, item: Union[File, Directory]) -> None:
-    """Refuse a copy that would make the tree (as compared and printed) too large.
-    Not in the reference, which would hang: no official verdict can depend on it."""
+    """Refuse a copy that would make the tree (as compared and printed) too large, and
+    charge what it adds to the state budgets. Not in the reference, which would hang:
+    no official verdict can depend on it."""
     if not isinstance(item, Directory):
+        growth.store(item.content)
         return
-    memo: dict[int, int] = {}
-    if _expanded_size(root, memo, set()) + _expanded_size(item, memo, set()) > limits.MAX_TREE_ENTRIES:
+    memo: dict[int, tuple[int, int]] = {}
+    present = _expanded_totals(root, memo)[0]
+    added, chars = _expanded_totals(item, memo)
+    if present + added > limits.MAX_TREE_ENTRIES:
         raise MemoryError(f"cp: refused: the file system would hold more than {limits.MAX_TREE_ENTRIES} entries")
+    growth.charge_state(chars, added)
 
 
 @attrs.frozen

@@ -33,6 +33,7 @@ from typing import Any, Mapping
 
 import attrs
 
+from bfcl_safe.backends import growth
 from bfcl_safe.interp import limits
 from bfcl_safe.interp.tools import tool
 
@@ -149,6 +150,9 @@ class MathAPI:
         Returns:
             result: The logarithm (an mpmath number), or error: the exception text.
         """
+        if _costly(value) or _costly(base):
+            # Outside the handler below: a spent budget is no result for the model.
+            growth.precision(precision)
         try:
             _check_precision(precision, value, base)
             import mpmath  # here, not at the top: a slow import that only this tool needs
@@ -325,6 +329,8 @@ class MathAPI:
             context = decimal.Context()
             _check_precision(precision, number, ceiling=decimal.MAX_PREC)
             context.prec = precision
+            if _costly(number):
+                growth.precision(precision)
             return _result(decimal.Decimal(number).sqrt(context))
         except (TypeError, decimal.InvalidOperation):
             return _error("Input must be a number or computation resulted in an invalid operation")

@@ -12,6 +12,7 @@ from typing import Any, Dict, List, Mapping, Optional, Union
 
 import attrs
 
+from bfcl_safe.backends import growth
 from bfcl_safe.backends.config_data import copy_data
 from bfcl_safe.backends.seeded import LazyRandom
 from bfcl_safe.interp.tools import tool
@@ -94,8 +95,16 @@ class MessageAPI:
         }
 
     def _generate_id(self) -> dict[str, int]:
-        """Draw a message id not drawn before; returns ``{"new_id": id}``."""
+        """Draw a message id not drawn before; returns ``{"new_id": id}``.
+
+        Once every id of the range is taken the reference draws forever; that call is
+        refused (BudgetExceeded ``message_ids``) instead, before anything changes.
+        """
         low, high = MESSAGE_ID_RANGE
+        if len(self.generated_ids) >= high - low + 1 and all(
+            n in self.generated_ids for n in range(low, high + 1)
+        ):
+            growth.refuse_above(growth.MESSAGE_IDS, high - low + 2)
         new_id = self._random.randint(low, high)
         while new_id in self.generated_ids:
             new_id = self._random.randint(low, high)
@@ -167,6 +176,7 @@ class MessageAPI:
             return denied
         if receiver_id not in self.user_map.values():
             return {"error": f"Receiver ID '{receiver_id}' not found."}
+        growth.store(receiver_id, message, records=2, inside=(self.inbox,))  # an inbox item and an id
         # Quirk: message_id is the whole {"new_id": n} dict, not the number.
         message_id = self._generate_id()
         self.inbox.append({receiver_id: message})
@@ -234,6 +244,7 @@ class MessageAPI:
         """
         if user_name in self.user_map:
             return {"error": f"User name '{user_name}' already exists."}
+        growth.store(user_name)
         # Quirk: the count goes up even when the new id then turns out to be taken.
         self.user_count += 1
         user_id = f"USR{str(self.user_count).zfill(3)}"

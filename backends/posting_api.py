@@ -12,6 +12,7 @@ from typing import Any, Dict, List, Mapping, Union
 import attrs
 
 from bfcl_safe.backends.config_data import copy_data
+from bfcl_safe.backends import growth
 from bfcl_safe.interp.tools import tool
 
 
@@ -134,6 +135,7 @@ class TwitterAPI:
         """
         if not self.authenticated:
             return _not_authenticated("posting")
+        growth.store(content, tags, mentions, records=5, inside=(self.tweets,))
         tweet = {
             "id": self.tweet_counter,
             "username": self.username,
@@ -162,6 +164,7 @@ class TwitterAPI:
             self.retweets[self.username] = []
         if tweet_id in self.retweets[self.username]:
             return {"retweet_status": "Already retweeted"}
+        growth.store(tweet_id)
         self.retweets[self.username].append(tweet_id)
         return {"retweet_status": "Successfully retweeted"}
 
@@ -179,6 +182,8 @@ class TwitterAPI:
             return _not_authenticated("commenting")
         if tweet_id not in self.tweets:
             return _tweet_not_found(tweet_id)
+        growth.store(tweet_id, self.username, comment_content, records=3,
+                     inside=(self.comments, self.comments.get(tweet_id)))
         if tweet_id not in self.comments:
             self.comments[tweet_id] = []
         self.comments[tweet_id].append({"username": self.username, "content": comment_content})
@@ -196,7 +201,12 @@ class TwitterAPI:
         """
         if tweet_id not in self.tweets:
             return _tweet_not_found(tweet_id)
-        # In place, on purpose: see the quirk in post_tweet.
+        # In place, on purpose: see the quirk in post_tweet. A list given here may be a
+        # live part of the state (``get_tweet_comments(...)``), even this very list, as in
+        # the reference: it doubles on every such call, so its size is charged first.
+        tweet = self.tweets[tweet_id]
+        growth.store(mentioned_usernames, records=0, spread=True,
+                     inside=(self.tweets, tweet, tweet.get("mentions") if isinstance(tweet, dict) else None))
         self.tweets[tweet_id]["mentions"].extend(mentioned_usernames)
         return {"mention_status": "Users mentioned successfully"}
 
@@ -213,6 +223,7 @@ class TwitterAPI:
             return _not_authenticated("following")
         if username_to_follow in self.following_list:
             return {"follow_status": False}
+        growth.store(username_to_follow, inside=(self.following_list,))
         self.following_list.append(username_to_follow)
         return {"follow_status": True}
 

@@ -25,6 +25,7 @@ from typing import Any, Mapping
 
 import attrs
 
+from bfcl_safe.backends import growth
 from bfcl_safe.interp.tools import tool
 
 #: Fields ``edit_ticket`` may change. A frozenset: the difference with a set
@@ -149,6 +150,7 @@ class TicketAPI:
             return {"error": "User not authenticated. Please log in to create a ticket."}
         if priority < LOWEST_PRIORITY or priority > HIGHEST_PRIORITY:
             return {"error": "Invalid priority. Priority must be between 1 and 5."}
+        growth.store(title, description, priority, records=6, inside=(self.ticket_queue,))
         ticket = {
             "id": self.ticket_counter,
             "title": title,
@@ -210,6 +212,7 @@ class TicketAPI:
             return _not_found(ticket_id)
         if ticket["status"] == "Resolved":
             return {"error": f"Ticket with ID {ticket_id} is already resolved."}
+        growth.store(resolution, records=1, inside=(self.ticket_queue, ticket))
         ticket["status"] = "Resolved"
         ticket["resolution"] = resolution
         return {"status": f"Ticket {ticket_id} has been resolved successfully."}
@@ -233,6 +236,9 @@ class TicketAPI:
         unknown = set(updates.keys()) - EDITABLE_FIELDS
         if unknown:
             return {"error": f"Invalid fields for update: {', '.join(unknown)}"}
+        # A value may be a live part of the state (``get_ticket(...)``): measured first.
+        growth.store(*(value for value in updates.values() if value is not None), records=0,
+                     inside=(self.ticket_queue, ticket))
         for field, value in updates.items():
             if value is not None:
                 ticket[field] = value

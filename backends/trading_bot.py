@@ -22,6 +22,7 @@ import attrs
 
 from bfcl_safe.backends.seeded import LazyRandom
 from bfcl_safe.interp.results import frozen_json
+from bfcl_safe.backends import growth
 from bfcl_safe.interp.tools import tool
 
 #: The simulated "now" of every scenario.
@@ -344,6 +345,7 @@ class TradingBot:
                     f"but only ${balance:.2f} available."
                 }
         price = float(price)
+        growth.store(order_type, symbol, amount, records=6)
         order_id = self.order_counter
         # Quirk: an existing order with this id is overwritten.
         self.orders[order_id] = {
@@ -375,6 +377,7 @@ class TradingBot:
             return {"error": "Transaction amount must be positive."}
         if amount > self.account_info["balance"]:
             return {"error": "Insufficient funds for withdrawal."}
+        growth.store(amount, records=3)
         self.account_info["balance"] -= amount
         self.transaction_history.append(
             {"type": "withdrawal", "amount": amount, "timestamp": self._transaction_timestamp()}
@@ -441,6 +444,7 @@ class TradingBot:
             return {"error": "User not authenticated. Please log in to fund the account."}
         if amount <= 0:
             return {"error": "Funding amount must be positive."}
+        growth.store(amount, records=3)
         self.account_info["balance"] += amount
         self.transaction_history.append(
             {"type": "deposit", "amount": amount, "timestamp": self._transaction_timestamp()}
@@ -568,6 +572,7 @@ class TradingBot:
         # Quirk: no authentication check; unknown tickers are silently ignored.
         if stock not in self.watch_list:
             if stock in self.stocks:
+                growth.store(stock)
                 self.watch_list.append(stock)
         return {"watchlist": self.watch_list}
 

@@ -16,6 +16,7 @@ from typing import Any, Mapping, Optional
 import attrs
 
 from bfcl_safe.backends.seeded import LazyRandom
+from bfcl_safe.backends import growth
 from bfcl_safe.interp.tools import tool
 
 #: Seed of the id generator when the scenario gives none.
@@ -302,6 +303,7 @@ class TravelAPI:
         Returns:
             expires_in, access_token, token_type and scope of the new token.
         """
+        growth.store(grant_type, user_first_name, user_last_name, records=0)
         self.token_expires_in = 2
         self.access_token = str(self._random.randint(100000, 999999))
         self.token_type = "Bearer"
@@ -367,6 +369,8 @@ class TravelAPI:
         # quirk: the card *number* is looked up among card *ids*.
         if card_number in self.credit_card_list:
             return {"error": "Card already registered"}
+        growth.store(card_number, expiration_date, cardholder_name, card_verification_number, records=6,
+                     inside=(self.credit_card_list,))
         card_id = str(self._random.randint(100000000000, 999999999999))
         self.credit_card_list[card_id] = {
             "card_number": card_number,
@@ -481,6 +485,7 @@ class TravelAPI:
         if self.budget_limit is not None and card["balance"] < self.budget_limit:
             return {"booking_status": False, "error": "Balance is less than budget limit"}
 
+        growth.store(card_id, travel_date, travel_class, records=8, inside=(self.booking_record,))
         card["balance"] -= travel_cost
         booking_id = str(self._random.randint(1000000, 9999999))
         transaction_id = str(self._random.randint(10000000, 99999999))
@@ -591,6 +596,9 @@ class TravelAPI:
         # is not rounded, to USD it is rounded to 2 places.
         for currency, rate in USD_RATES:
             if base_currency == "USD" and target_currency == currency:
+                if isinstance(value, (str, bytes, list, tuple)) and type(rate) is int:
+                    # A sequence is repeated ``rate`` times before float() refuses it.
+                    growth.compute(len(value) * rate)
                 return {"exchanged_value": float(value * rate)}
             if base_currency == currency and target_currency == "USD":
                 return {"exchanged_value": round(value / rate, 2)}

@@ -16,6 +16,7 @@ from typing import Any, Mapping
 import attrs
 
 from bfcl_safe.backends.seeded import LazyRandom
+from bfcl_safe.backends import growth
 from bfcl_safe.interp.tools import tool
 
 # The constant types matter: they show up in TypeError texts and in result types.
@@ -333,6 +334,7 @@ class VehicleControlAPI:
             return {"error": "Fan speed must be between 0 and 100."}
         # Quirk: the temperature is stored before the Fahrenheit conversion, which can
         # fail on a bad type and leave it stored unconverted.
+        growth.store(temperature, mode, records=0)
         self.acTemperature = temperature
         if unit == "fahrenheit":
             self.acTemperature = (temperature - 32) * 5 / 9
@@ -612,6 +614,7 @@ class VehicleControlAPI:
         """
         # Quirk: stored before the message is built, so a non-string is stored and then
         # the concatenation raises TypeError.
+        growth.store(destination, records=0)
         self.destination = destination
         return {"status": "Navigating to " + destination}
 

@@ -71,3 +71,34 @@ ENTRY_BUDGETS["computed_int_digits"] = 1_000_000
 #: text, or its tool calls' names and argument texts), counted before the reply is
 #: decoded; real replies are a few hundred characters, an entry at most ~21 steps a turn.
 ENTRY_BUDGETS["generate_reply_characters"] = 20_000_000
+
+# Backends (``backends/growth.py``): state growth, charged before a tool stores anything.
+#: Characters of the strings (and digits of the ints) tools store in backend state, per
+#: entry, shared parts counted at every appearance (as they are compared and printed):
+#: file contents, tweets, messages, tickets, orders ... Real entries store a few KB.
+ENTRY_BUDGETS["state_chars"] = 20_000_000
+#: Items tools add to backend state, per entry: new records (files, directories, tweets,
+#: messages ...) plus the list items and dict entries of stored values, counted the same way.
+ENTRY_BUDGETS["state_items"] = 1_000_000
+#: Deepest nesting of one value stored in backend state (structural, always enforced: a
+#: cycle is infinitely deep). Literals nest at most MAX_NESTING_DEPTH; deeper values only
+#: come from wrapping state in itself call after call (``echo(content=cat(...))``).
+ENTRY_BUDGETS["state_depth"] = 150
+#: Largest integer stored in backend state, in digits (structural): CPython's own
+#: ``str()`` limit, past which the state could not be rendered.
+ENTRY_BUDGETS["state_int_digits"] = MAX_INT_DIGITS
+#: Deepest directory a GorillaFileSystem ``mkdir`` may create, counted by parents from
+#: the root (structural). The reference compares and prints trees recursively and fails
+#: a few hundred levels down; real scenarios are under 10 levels deep.
+ENTRY_BUDGETS["tree_depth"] = 200
+#: Directory-tree nodes visited by GorillaFileSystem walks that ``cp`` repeats on every
+#: copy (size checks), per entry; each walk is linear in the distinct nodes.
+ENTRY_BUDGETS["tree_walk"] = 20_000_000
+#: Squared working precision (digits ** 2) summed over MathAPI's mpmath logarithms and
+#: decimal square roots on values they really compute, per entry: their time grows with
+#: the square (3.6 s for one logarithm at MAX_PRECISION_DIGITS = 20,000, so this allows
+#: about 2.5 of those, or 400,000 at 50 digits; many calls at the maximum took minutes).
+ENTRY_BUDGETS["precision_work"] = 1_000_000_000
+#: MessageAPI message ids (structural): 90,000 ids exist; once all are used the
+#: reference draws forever, so a send then is refused.
+ENTRY_BUDGETS["message_ids"] = 90_000

@@ -49,7 +49,11 @@ def test_generated_calls_run_and_mostly_succeed(class_name: str) -> None:
     fresh = _factory(class_name)
     results: list[str] = []
 
-    @EXAMPLES
+    # Derandomized: the same 25 sequences every run, so the share of failing calls is a
+    # fixed figure checked against the 5% bound (drawn afresh, it went past 5% about once
+    # in 50 runs for TravelAPI, whose strategy now and then draws a pair of airports with
+    # no route on purpose). The other tests here keep drawing new examples.
+    @settings(EXAMPLES, derandomize=True)
     @given(call_sequences(fresh, max_size=12))
     def check(calls: list[CallSpec]) -> None:
         assert all(isinstance(call, CallSpec) for call in calls)

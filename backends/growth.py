@@ -1,0 +1,171 @@
+"""Budgets for the backends' state growth, charged before the state grows.
+
+Model input decides what the backends store (file contents, tweets, messages, tickets,
+orders ...) and, through nested calls, may hand a tool a *live* part of the state
+(``mention(mentioned_usernames=get_tweet_comments(...))`` extends a list with itself,
+``echo(content=cat(...))`` nests a file's content one level deeper per call). The
+reference does the same — its observable results are kept — but the scorer must then
+compare and render that state, so every tool that stores a value calls :func:`store`
+first:
+
+* the value is measured by an iterative walk (never recursion): characters of its
+  strings (and digits of its integers) go to the ``state_chars`` budget, its items
+  (list/tuple/set items, dict entries, plus one for the record being stored) to
+  ``state_items``; shared parts count each time they appear, because that is how
+  often they are compared and printed;
+* a value nested deeper than ``STATE_DEPTH`` levels — a cycle is infinitely deep — or
+  holding an integer beyond CPython's ``str()`` limit (``MAX_INT_DIGITS``) is refused
+  whatever the budget: the checker could not compare, copy or render it.
+
+Over any of them :class:`~bfcl_safe.interp.errors.BudgetExceeded` propagates (it is
+never a tool's error result). The cumulative budgets count only when a budget is
+active (:mod:`bfcl_safe.interp.budget`); the structural refusals (depth, digits, a
+full id space, a tree too deep) hold always, since they protect the process itself.
+The walk stops as soon as the remaining budget is spent, so measuring costs at most
+what it charges.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from bfcl_safe.interp import budget as _budget
+from bfcl_safe.interp import limits
+from bfcl_safe.interp.errors import BudgetExceeded
+
+#: Budget kinds (keys of ``limits.ENTRY_BUDGETS``).
+STATE_CHARS = "state_chars"
+STATE_ITEMS = "state_items"
+STATE_DEPTH = "state_depth"
+STATE_INT_DIGITS = "state_int_digits"
+TREE_DEPTH = "tree_depth"
+TREE_WALK = "tree_walk"
+PRECISION_WORK = "precision_work"
+MESSAGE_IDS = "message_ids"
+#: The interpreter's budget of values computed from model input (shared with it).
+COMPUTED_SIZE = "computed_size"
+
+#: Bits of the largest integer whose ``str()`` CPython allows (MAX_INT_DIGITS digits).
+_MAX_INT_BITS = math.ceil(limits.MAX_INT_DIGITS * math.log2(10))
+_LOG10_2 = math.log10(2)
+_CONTAINERS = (list, tuple, dict, set, frozenset)
+
+
+def limit_of(kind: str) -> int:
+    """The limit of ``kind`` in the active budget (tests may lower it), else the default."""
+    active = _budget.current()
+    if active is not None and kind in active.limits:
+        return active.limits[kind]
+    return limits.ENTRY_BUDGETS[kind]
+
+
+def refuse_above(kind: str, amount: int) -> None:
+    """A structural limit: raise BudgetExceeded when ``amount`` exceeds the limit of
+    ``kind`` (not cumulative; holds with or without an active budget)."""
+    limit = limit_of(kind)
+    if amount > limit:
+        raise BudgetExceeded(kind, limit, amount)
+
+
+def _allowance(kind: str) -> tuple[int, int]:
+    """``(limit, spent)`` of a cumulative kind (with no active budget: the default limit,
+    nothing spent, so that one walk is bounded all the same)."""
+    active = _budget.current()
+    if active is None:
+        return limits.ENTRY_BUDGETS[kind], 0
+    return active.limits[kind], active.spent.get(kind, 0)
+
+
+def _int_digits(value: int) -> int:
+    bits = abs(value).bit_length()
+    if bits > _MAX_INT_BITS:
+        raise BudgetExceeded(STATE_INT_DIGITS, limit_of(STATE_INT_DIGITS), int(bits * _LOG10_2) + 1)
+    return max(1, int(bits * _LOG10_2) + 1)
+
+
+def measure(value: Any, inside: tuple = (), spread: bool = False) -> tuple[int, int]:
+    """``(characters, items)`` of ``value``, walked iteratively with shared parts counted
+    each time. Raises BudgetExceeded when it is nested deeper than the depth limit (or
+    cyclic), holds an integer beyond ``MAX_INT_DIGITS``, or — stopping the walk there —
+    needs more characters or items than the budget has left.
+
+    ``inside``: the containers ``value`` is about to be stored in (the target and the
+    containers holding it): a value holding one of them would make the state contain
+    itself, an infinitely deep cycle, and is refused the same way. With ``spread`` the
+    value's *items* are stored (``list.extend``), so the value itself may be the target."""
+    forbidden = {id(container) for container in inside}
+    char_limit, char_spent = _allowance(STATE_CHARS)
+    item_limit, item_spent = _allowance(STATE_ITEMS)
+    char_cap, item_cap = char_limit - char_spent, item_limit - item_spent
+    depth_limit = limit_of(STATE_DEPTH)
+    chars = items = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        kind = type(node)
+        if kind is str or kind is bytes or kind is bytearray:
+            chars += len(node)
+        elif isinstance(node, bool) or node is None or kind is float:
+            chars += 1
+        elif isinstance(node, int):
+            chars += _int_digits(node)
+        elif isinstance(node, _CONTAINERS):
+            if depth >= depth_limit or (id(node) in forbidden and (depth or not spread)):
+                raise BudgetExceeded(STATE_DEPTH, depth_limit, max(depth, depth_limit) + 1)
+            items += len(node)
+            if items > item_cap:
+                raise BudgetExceeded(STATE_ITEMS, item_limit, item_spent + items)
+            if isinstance(node, dict):
+                for key, item in node.items():
+                    stack.append((key, depth + 1))
+                    stack.append((item, depth + 1))
+            else:
+                stack.extend((item, depth + 1) for item in node)
+        else:
+            chars += 1  # numbers of other types, mpmath values, constants of the backends
+        if chars > char_cap:
+            raise BudgetExceeded(STATE_CHARS, char_limit, char_spent + chars)
+    return chars, items
+
+
+def store(*values: Any, records: int = 1, inside: tuple = (), spread: bool = False) -> None:
+    """Charge the state growth of storing ``values`` (plus ``records`` new entries:
+    a list item, a dict entry, a file ...) before storing them; ``inside`` and ``spread``
+    as for :func:`measure`."""
+    chars = items = 0
+    for value in values:
+        more_chars, more_items = measure(value, inside, spread)
+        chars += more_chars
+        items += more_items
+    _budget.charge(STATE_CHARS, chars)
+    _budget.charge(STATE_ITEMS, items + records)
+
+
+def compute(size: int) -> None:
+    """Charge a value of ``size`` characters/items a tool is about to compute from model
+    input (``"ab" * 110``) to the interpreter's ``computed_size`` budget; one value past
+    the limit is refused with or without an active budget, like the interpreter's."""
+    refuse_above(COMPUTED_SIZE, size)
+    _budget.charge(COMPUTED_SIZE, size)
+
+
+def precision(digits: Any) -> None:
+    """Charge one arbitrary-precision computation at ``digits`` digits of working
+    precision: ``digits ** 2``, as its time grows with the square of the precision
+    (measured: an mpmath logarithm takes 0.03 s at 1,000 digits, 1 s at 10,000, 3.6 s
+    at 20,000). Only computations the library really carries out are charged; a
+    precision past MAX_PRECISION_DIGITS is refused by the tool itself."""
+    if type(digits) in (int, float) and 0 < digits <= limits.MAX_PRECISION_DIGITS:
+        _budget.charge(PRECISION_WORK, int(digits) ** 2)
+
+
+def walk(nodes: int) -> None:
+    """Charge ``nodes`` directory-tree nodes visited by a walk over a file system."""
+    _budget.charge(TREE_WALK, nodes)
+
+
+def charge_state(chars: int, items: int) -> None:
+    """Charge state growth already measured (e.g. a copied subtree, counted expanded)."""
+    _budget.charge(STATE_CHARS, chars)
+    _budget.charge(STATE_ITEMS, items)
