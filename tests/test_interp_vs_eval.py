@@ -22,6 +22,7 @@ undefined in the reference's namespace.
 from __future__ import annotations
 
 import builtins
+from functools import lru_cache
 import inspect
 import json
 import keyword
@@ -549,3 +550,93 @@ NFKC_CASES = [
 @pytest.mark.parametrize("text", [pytest.param(t, id=i) for i, t in NFKC_CASES])
 def test_nfkc_identifiers_agree_with_reference(text: str) -> None:
     compare_steps([text], True, INSTANCE_NAMES[0], INSTANCE_NAMES[1])
+
+
+# Every compatibility form: each ASCII letter, digit or underscore of a name may be
+# written as any character NFKC maps to it (fullwidth, mathematical alphanumerics,
+# superscripts and subscripts, circled/parenthesised letters, ligatures like 'ﬁ' for two
+# letters, ...). Also pieces NFKC maps to non-identifier text ('½', '①', '㍱'), and names
+# that normalise to keywords ('ｃｌａｓｓ', 'ｎｏｔ') or constants.
+@lru_cache(maxsize=None)
+def compatibility_forms() -> dict[str, tuple[str, ...]]:
+    """``{ascii text: characters whose NFKC form it is}`` for letters, digits, '_' and
+    two-letter ligatures; computed once over every code point."""
+    import unicodedata
+
+    forms: dict[str, list[str]] = {}
+    for code in range(0x80, 0x110000):
+        char = chr(code)
+        folded = unicodedata.normalize("NFKC", char)
+        if folded != char and folded.isascii() and 0 < len(folded) <= 2 and (folded.isalnum() or folded == "_"):
+            forms.setdefault(folded, []).append(char)
+    return {key: tuple(chars) for key, chars in forms.items()}
+
+
+NON_IDENTIFIER_FOLDS = ["½", "①", "㍱", "ⅷ", "℃", "™", "…", "ﹰ", "゛"]
+
+
+@st.composite
+def compatibility_name(draw, name: str) -> str:
+    forms = compatibility_forms()
+    out, index = [], 0
+    while index < len(name):
+        pair = name[index:index + 2]
+        if len(pair) == 2 and pair in forms and draw(st.integers(0, 4)) == 0:
+            out.append(draw(st.sampled_from(forms[pair])))
+            index += 2
+            continue
+        char = name[index]
+        if char in forms and draw(st.booleans()):
+            out.append(draw(st.sampled_from(forms[char])))
+        else:
+            out.append(char)
+        index += 1
+    if draw(st.integers(0, 9)) == 0:
+        out.insert(draw(st.integers(0, len(out))), draw(st.sampled_from(NON_IDENTIFIER_FOLDS)))
+    return "".join(out)
+
+
+NFKC_TARGETS = PROBE_TOOLS + OTHER_TOOLS + ["len", "str", "exec", "class", "not", "if", "None", "True"]
+
+
+@st.composite
+def compatibility_call(draw) -> str:
+    callee = draw(compatibility_name(draw(st.sampled_from(NFKC_TARGETS))))
+    keywords = draw(st.lists(st.sampled_from(KEYWORDS[:14] + ["class", "lambda", "None"]), max_size=2, unique=True))
+    args = []
+    for key in keywords:
+        value = draw(st.one_of(st.sampled_from(["1", "'x'", "None", "[1]"]),
+                               st.sampled_from(["nan", "ls", "foo", "True", "None", "not", "x"])
+                               .flatmap(compatibility_name)))
+        args.append(f"{draw(compatibility_name(key))}={value}")
+    return f"{callee}({', '.join(args)})"
+
+
+@given(st.lists(compatibility_call(), min_size=1, max_size=3), episode_setup())
+@example(["ｔｏｕｃｈ(ﬁle_name='x')", "touch(ﬁle_name='x')", "ls(ᵃ=1)", "𝐥𝐬(a=1)", "ls(𝐚=𝐓𝐫𝐮𝐞)", "ls(ｃｌａｓｓ=1)",
+          "ls(a=ｎｏｔ)", "𝐥𝐞𝐧('ab')", "ｅｘｅｃ()", "ls(a½=1)"], (True, INSTANCE_NAMES[0], INSTANCE_NAMES[1]))
+def test_identifiers_in_every_compatibility_form_agree_with_reference(texts: list[str],
+                                                                      setup: tuple[bool, str, str]) -> None:
+    compare_steps(texts, *setup)
+
+
+# Pure builtins and operators over tool results and literals, in the reference's own
+# loop (the builtins themselves are fuzzed against eval in tests/test_builtins.py).
+BUILTIN_STEPS = [
+    ("len-of-tool-result", ["len(ls())", "len(cd(folder='abc'))", "ls(a=len('abc'))"]),
+    ("str-and-repr-of-tool-results", ["str(cd(folder='x'))", "repr(echo(content=[1, 'a']))", "str(count())"]),
+    ("sorted-max-min", ["sorted(echo(content=[3, 1, 2]))",
+                        "max(n(1, 2), 5)", "min(echo(content='bca'))"]),
+    ("builtin-errors-after-tools-ran", ["len(count())", "ls(a=len(5))", "max()", "sorted(ls(), key=1)"]),
+    ("operators-on-tool-results", ["echo(content=count() + 1)", "echo(content=ls() | {'b': 2})",
+                                   "echo(content=echo(content='ab') * 3)", "echo(content='%s!' % cd(folder='y'))",
+                                   "echo(content=ls() + 1)", "echo(content=-count())", "echo(content=not ls())"]),
+    ("refused-builtins", ["exec()", "exec(source=ls())", "eval(count())", "open()", "getattr(count(), 5)",
+                          "ｅｘｅｃ(cmd=['bash'])"]),
+    ("dict-union-of-calls", ["echo(content={'ls': {'a': 1}} | {'cd': {'folder': 'x'}})"]),
+]
+
+
+@pytest.mark.parametrize("texts", [pytest.param(t, id=i) for i, t in BUILTIN_STEPS])
+def test_builtins_over_tool_results_agree_with_reference(texts: list[str]) -> None:
+    compare_steps(texts, True, INSTANCE_NAMES[0], INSTANCE_NAMES[1])
