@@ -277,6 +277,40 @@ def _plain_step(value: Any, depth_limit: int) -> Any:
     return root[0]
 
 
+_LEAVES = frozenset({str, int, float, bool, type(None), bytes, complex})
+
+
+def _children(item: Any) -> list:
+    if isinstance(item, dict):
+        return [*item.keys(), *item.values()]
+    if isinstance(item, (list, tuple, set, frozenset)):
+        return list(item)
+    out = list(vars(item).values()) if hasattr(item, "__dict__") else []
+    for klass in type(item).__mro__:
+        for slot in getattr(klass, "__slots__", ()):
+            if isinstance(slot, str) and slot not in ("__dict__", "__weakref__"):
+                out.append(getattr(item, slot, None))
+    return out
+
+
+def _nests_deeper(roots: list, limit: int) -> bool:
+    """Whether objects and containers reachable from ``roots`` nest deeper than ``limit``
+    along some path (iterative; each object counted once, at the depth first reached)."""
+    stack = [(root, 0) for root in roots]
+    seen: set[int] = set()
+    while stack:
+        item, depth = stack.pop()
+        if type(item) in _LEAVES or isinstance(item, (type, enum.Enum)):
+            continue
+        if depth > limit:
+            return True
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        stack.extend((child, depth + 1) for child in _children(item))
+    return False
+
+
 def _has_tool_calls(value: Any) -> bool:
     try:
         return hasattr(value, "tool_calls")
@@ -632,8 +666,16 @@ class Episode:
     # ------------------------------------------------------------------ copies
 
     def snapshot(self) -> Snapshot:
-        """The episode's whole state now (backends of both sides, turn bookkeeping, budget)."""
+        """The episode's whole state now (backends of both sides, turn bookkeeping, budget).
+        :class:`EpisodeLimitError` when the state nests deeper than
+        :data:`~bfcl_safe.interp.limits.MAX_EPISODE_COPY_DEPTH`."""
+        self._check_copy_depth("snapshot")
         return Snapshot(self.id, self._copy_state(self.__dict__, "snapshot"))
+
+    def _check_copy_depth(self, operation: str) -> None:
+        limit = limits.MAX_EPISODE_COPY_DEPTH
+        if _nests_deeper(list(self.model.instances.values()) + list(self.truth.instances.values()), limit):
+            raise EpisodeLimitError(operation, f"state nested deeper than {limit}")
 
     def restore(self, snapshot: Snapshot) -> None:
         """Put the episode back to ``snapshot`` (one of its own); the snapshot stays usable."""
@@ -651,6 +693,8 @@ class Episode:
             raise EpisodeLimitError(operation, type(exc).__name__) from None
 
     def __getstate__(self) -> dict:
+        # Pickling recurses on the stack: a state too deep is refused with our error.
+        self._check_copy_depth("pickle")
         return dict(self.__dict__)
 
     def __setstate__(self, state: dict) -> None:

@@ -27,6 +27,12 @@ MAX_PRECISION_DIGITS = 20_000
 #: (``cp`` shares children, so repeated copies double the tree that is compared and
 #: printed; the reference would take hours and gigabytes past this).
 MAX_TREE_ENTRIES = 100_000
+#: Deepest nesting of an episode's backend state (objects and containers, each counted
+#: at the depth an iterative walk first reaches it: a directory chain counts about one
+#: level per directory) that the play API copies (``Episode.snapshot``) or pickles: both
+#: recurse on the Python stack and overflow it for a directory chain ~140 deep; real
+#: states nest under 20. Past it those two refuse with ``EpisodeLimitError``.
+MAX_EPISODE_COPY_DEPTH = 100
 
 # --------------------------------------------------------------------------- result trees
 # (checker/results_io.py, checker/parallel.py, checker/scores.py: files, not entries)
