@@ -470,7 +470,10 @@ def _score(plan: Plan, options: Any, dataset: Dataset, *, partial_credit_column:
 @click.group(cls=BoundaryGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="bfcl-safe")
 def main() -> None:
-    """Score BFCL multi-turn results safely: no model text is ever executed."""
+    """Score (and generate) BFCL multi-turn results safely: no model text is ever executed.
+
+    Errors are one line (Error: ...); names and texts from files and models are shown with
+    control characters escaped. See 'bfcl-safe COMMAND --help'."""
 
 
 _data_option = click.option(
