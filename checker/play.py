@@ -366,14 +366,22 @@ class Episode:
         """
         from bfcl_safe.checker.contract import category_of, is_long_context
 
-        with _DATASET_LOCK:
-            if isinstance(entry, str):
-                entry = dataset.entry(entry)
-            entry_id = entry["id"]
-            ground_truth = [list(turn) for turn in dataset.ground_truth_for(entry_id)]
-            prompt = dataset.prompt_entry(entry_id)
-            data = dataset.long_context_data() if is_long_context(category_of(entry_id)) else None
-        model, truth = new_sides(entry, owner, data)
+        if owner is not None and not isinstance(owner, str):
+            raise ArgumentError("owner", f"owner must be a model name (str) or None, not {type(owner).__name__}")
+        try:
+            with _DATASET_LOCK:
+                if isinstance(entry, str):
+                    entry = dataset.entry(entry)
+                entry_id = entry["id"]
+                ground_truth = [list(turn) for turn in dataset.ground_truth_for(entry_id)]
+                prompt = dataset.prompt_entry(entry_id)
+                data = dataset.long_context_data() if is_long_context(category_of(entry_id)) else None
+            model, truth = new_sides(entry, owner, data)
+        except (KeyError, TypeError) as exc:
+            # An id of no multi-turn entry, or an entry that is not a dataset entry.
+            shown = entry.get("id") if isinstance(entry, Mapping) else entry
+            raise ArgumentError("entry", f"not a multi-turn dataset entry: {shown!r}"[:200]
+                                + f" ({type(exc).__name__})") from None
         return cls(entry, prompt, ground_truth, model, truth)
 
     # ------------------------------------------------------------------ views

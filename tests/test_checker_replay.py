@@ -6,19 +6,16 @@ from __future__ import annotations
 import pytest
 
 from bfcl_safe.checker.replay import ground_truth_as_fc, ground_truth_as_prompting
-from bfcl_safe.checker.verdict import evaluate_entry
+from bfcl_safe.checker.verdict import EntryInput, Verdict, check_entry
 from tests.checker_support import CATEGORIES, dataset
 
 MODEL = "replay-model_v1.0"
 
 
-def _evaluate(entry: dict, result: list, decoder: str) -> dict:
+def _check(entry: dict, result: list, decoder: str) -> Verdict:
     ds = dataset()
-    return evaluate_entry(
-        entry, result, ds.ground_truth_for(entry["id"]), model_name=MODEL,
-        test_category=entry["id"].rsplit("_", 1)[0], decoder=decoder,
-        long_context_data=ds.long_context_data, prompt_entry=lambda: ds.prompt_entry(entry["id"]),
-    )
+    return check_entry(EntryInput(entry, result, ds.ground_truth_for(entry["id"]), MODEL,
+                                  entry["id"].rsplit("_", 1)[0], decoder, ds.long_context_data))
 
 
 @pytest.mark.parametrize("form", ["fc", "prompting"])
@@ -29,8 +26,10 @@ def test_ground_truth_replayed_as_model_passes(category, form):
     entries = dataset().entries(category)
     for entry in entries:
         truth = dataset().ground_truth_for(entry["id"])
-        verdict = _evaluate(entry, render(truth, entry["involved_classes"]), form)
-        if not verdict["valid"]:
-            failed.append((entry["id"], verdict["error"]["error_type"]))
+        verdict = _check(entry, render(truth, entry["involved_classes"]), form)
+        if not verdict.valid:
+            failed.append((entry["id"], verdict.error_type.value))
+        else:
+            assert verdict.turns_passed == len(truth) and verdict.failing_turn is None
     assert len(entries) == 200
     assert failed == []

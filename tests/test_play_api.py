@@ -194,12 +194,21 @@ def test_snapshot_restore_and_pickle_continue_identically(play):
     assert _rollout(pickle.loads(pickled), rest) == first
 
 
+@pytest.mark.parametrize("entry", ["multi_turn_base_9999", "simple_0", 42, {"id": "multi_turn_base_0"}, None],
+                         ids=["unknown-id", "other-category", "int", "partial-entry", "none"])
+def test_from_entry_refuses_what_is_not_an_entry(entry):
+    with pytest.raises(BfclSafeError) as info:
+        Episode.from_entry(entry, dataset())
+    assert info.value.name == "entry"
+
+
 def test_restore_refuses_a_foreign_snapshot():
     episode = _fresh("multi_turn_base_0")
     with pytest.raises(BfclSafeError, match="not a snapshot"):
         episode.restore(_fresh("multi_turn_base_150").snapshot())
     with pytest.raises(BfclSafeError):
-        episode.restore(Snapshot("multi_turn_base_0", None) if False else "x")  # type: ignore[arg-type]
+        episode.restore("x")  # type: ignore[arg-type]
+    assert isinstance(episode.snapshot(), Snapshot)
 
 
 def test_a_played_episode_scores_like_its_result_after_pickling():
