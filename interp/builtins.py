@@ -63,6 +63,7 @@ __all__ = [
 #: The budget kind charged here (see interp/limits.py).
 COMPUTED_SIZE = "computed_size"
 COMPUTED_INT_DIGITS = "computed_int_digits"
+INT_WORK = "int_work"
 
 
 class NotComputable(RejectedInput):
@@ -194,12 +195,22 @@ def _charge(size: int) -> None:
 
 def _charge_int(digits: int) -> None:
     """An int of about ``digits`` digits is about to be computed: past
-    :data:`~bfcl_safe.interp.limits.MAX_COMPUTED_DIGITS` CPython needs seconds to minutes
-    (``3 ** 10 ** 7``), so it is refused like any value past its budget."""
-    if digits > limits.MAX_COMPUTED_DIGITS:
-        raise BudgetExceeded(COMPUTED_INT_DIGITS, limits.MAX_COMPUTED_DIGITS, digits)
+    :data:`~bfcl_safe.interp.limits.MAX_COMPUTED_INT_DIGITS` CPython needs many seconds
+    to minutes (``3 ** 10 ** 7``), so it is refused like any value past its budget."""
+    if digits > limits.MAX_COMPUTED_INT_DIGITS:
+        raise BudgetExceeded(COMPUTED_INT_DIGITS, limits.MAX_COMPUTED_INT_DIGITS, digits)
     budget.charge(COMPUTED_INT_DIGITS, digits)
     _charge(digits)
+
+
+def _charge_int_work(left: int, right: int) -> None:
+    """A multiplication or division of two ints: the product of their sizes in limbs."""
+    work = (abs(left).bit_length() // 30 + 1) * (abs(right).bit_length() // 30 + 1)
+    if work > 1000:
+        limit = limits.ENTRY_BUDGETS[INT_WORK]
+        if work > limit:
+            raise BudgetExceeded(INT_WORK, limit, work)
+        budget.charge(INT_WORK, work)
 
 
 def _plain_operands(*values: Any) -> None:
@@ -365,6 +376,9 @@ def _check_binary(op: str, left: Any, right: Any) -> None:
             _sequence_times(right, left)
         elif lt in (int, bool) and rt in (int, bool):
             _charge_int(_int_digits(left) + _int_digits(right))
+            _charge_int_work(left, right)
+    elif op in ("//", "%") and lt in (int, bool) and rt in (int, bool):
+        _charge_int_work(left, right)
     elif op == "**":
         if lt in (int, bool) and rt in (int, bool) and right > 0 and abs(left) > 1:
             _charge_int(int(right * math.log10(abs(left))) + 1)
@@ -446,6 +460,13 @@ def _sized(function: Callable[..., Any]) -> Callable[..., Any]:
     call.__name__ = function.__name__
     call.__wrapped__ = function
     return call
+
+
+def _divmod(*args: Any, **kwargs: Any) -> Any:
+    if len(args) == 2 and not kwargs and type(args[0]) in (int, bool) and type(args[1]) in (int, bool):
+        _charge_int_work(args[0], args[1])
+    _charge(sum(value_size(a) for a in args) + 1)
+    return divmod(*args, **kwargs)
 
 
 def _small(function: Callable[..., Any]) -> Callable[..., Any]:
@@ -559,7 +580,7 @@ PURE_BUILTINS: Mapping[str, Callable[..., Any]] = {
     "callable": _small(callable),
     "chr": _small(chr),
     "dict": _elements(dict),
-    "divmod": _sized(divmod),
+    "divmod": _divmod,
     "float": _sized(float),
     "format": _format,
     "frozenset": _elements(frozenset),

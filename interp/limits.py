@@ -70,9 +70,16 @@ ENTRY_BUDGETS: dict[str, int] = {}
 #: appearance, as ``str()`` renders them). One value alone is refused past it too, with
 #: or without an active budget: ``'%1900000000d' % 1`` is refused before 1.9 GB is made.
 ENTRY_BUDGETS["computed_size"] = 10_000_000
+#: Largest int the pure builtins and operators compute, in digits (``3 ** 2_000_000``,
+#: about a second in CPython; ``3 ** 10 ** 7``, 4.8 million digits, takes half a minute).
+MAX_COMPUTED_INT_DIGITS = 1_000_000
 #: Digits of the ints computed there, summed per entry; one int past
-#: MAX_COMPUTED_DIGITS is refused on its own (``3 ** 10 ** 7``: minutes in CPython).
-ENTRY_BUDGETS["computed_int_digits"] = 1_000_000
+#: MAX_COMPUTED_INT_DIGITS is refused on its own.
+ENTRY_BUDGETS["computed_int_digits"] = 10_000_000
+#: Multiplications and divisions of big ints there, in products of their sizes in 30-bit
+#: limbs (CPython's division is quadratic: 10**9 is about 1.5 s), summed per entry; one
+#: operation past it is refused on its own.
+ENTRY_BUDGETS["int_work"] = 2_000_000_000
 #: Characters of the model's replies in one ``bfcl-safe generate`` entry (each reply's
 #: text, or its tool calls' names and argument texts), counted before the reply is
 #: decoded; real replies are a few hundred characters, an entry at most ~21 steps a turn.

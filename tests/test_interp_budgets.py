@@ -14,7 +14,7 @@ import pytest
 from bfcl_safe.interp import MethodTable, RejectedInput, check_depth, fc_call, parse_call, run_call, run_step, tool
 from bfcl_safe.interp.budget import Budget
 from bfcl_safe.interp.errors import BudgetExceeded
-from bfcl_safe.interp.limits import ENTRY_BUDGETS, MAX_COMPUTED_DIGITS, MAX_NESTING_DEPTH
+from bfcl_safe.interp.limits import ENTRY_BUDGETS, MAX_COMPUTED_INT_DIGITS, MAX_NESTING_DEPTH
 
 
 class Box:
@@ -63,7 +63,9 @@ REFUSED_BEFORE_COMPUTING = [
     ("pow-builtin", "keep(value=pow(7, 10**8))", "computed_int_digits"),
     ("shift", "keep(value=1 << 10**8)", "computed_int_digits"),
     ("round-negative", "keep(value=round(10, -10**8))", "computed_int_digits"),
-    ("multiply-huge-ints", "keep(value=(10**60000) * (10**60000))", "computed_int_digits"),
+    ("multiply-huge-ints", "keep(value=(10**600000) * (10**600000))", "computed_int_digits"),
+    ("divide-huge-ints", "keep(value=(10**900000) // (10**450000 + 1))", "int_work"),
+    ("divmod-huge-ints", "keep(value=divmod(10**900000, 10**450000 + 1))", "int_work"),
     ("str-of-shared-lists", "keep(value=str([[1] * 5000] * 5000))", "computed_size"),
     ("sum-of-lists", "keep(value=sum([[1] * 3000] * 3000, []))", "computed_size"),
 ]
@@ -82,6 +84,7 @@ ALLOWED_NEAR_THE_LIMITS = [
     ("percent-width-a-million", "keep(value=len('%1000000d' % 1))", "1000000"),
     ("repeat-five-million", "keep(value=len('ab' * 2500000))", "5000000"),
     ("power-ninety-thousand-digits", "keep(value=len(str(10 ** 4000)))", "4001"),
+    ("power-past-the-backends-limit", "keep(value=2 ** 332193 % 7)", "1"),
     ("int-limit-of-cpython", "keep(value=str(10 ** 5000))",
      "Error during execution: Exceeds the limit (4300 digits) for integer string conversion; "
      "use sys.set_int_max_str_digits() to increase the limit"),
@@ -100,8 +103,8 @@ def test_large_but_quick_results_are_computed(text: str, expected: str, table: M
 
 def test_one_int_past_the_digit_limit_is_refused_alone() -> None:
     with pytest.raises(BudgetExceeded) as info:
-        run_call(f"keep(value=10 ** {MAX_COMPUTED_DIGITS + 10})", MethodTable([Box()]))
-    assert info.value.limit == MAX_COMPUTED_DIGITS
+        run_call(f"keep(value=10 ** {MAX_COMPUTED_INT_DIGITS + 10})", MethodTable([Box()]))
+    assert info.value.limit == MAX_COMPUTED_INT_DIGITS
 
 
 def test_the_entry_budget_sums_every_call_of_the_entry(table: MethodTable) -> None:
