@@ -347,12 +347,12 @@ def _format(*args: Any, **kwargs: Any) -> Any:
     if pads and precision and len(precision) < 19 and int(precision) > _DRY_PRECISION:
         extra += int(precision) + 2
     if extra:
-        # Widths and precisions replaced by zeros of the same length (the spec keeps its
-        # shape; CPython's errors do not depend on the sizes).
+        # The width dropped (zeros there would be the zero-padding flag) and large
+        # precisions replaced by zeros: CPython's errors do not depend on the sizes.
         dry_precision = precision
         if pads and precision and len(precision) < 19 and int(precision) > _DRY_PRECISION:
             dry_precision = "0" * len(precision)
-        dry_spec = (found.group("head") + ("0" * len(width) if width and len(width) < 19 else width)
+        dry_spec = (found.group("head") + ("" if width and len(width) < 19 else width)
                     + found.group("grouping") + ("." + dry_precision if precision is not None else "")
                     + found.group("type"))
     dry = format(value, dry_spec)  # raises what the real call raises

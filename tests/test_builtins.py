@@ -360,7 +360,8 @@ def call_text(draw) -> str:
           "repr({'a': 1} | [1])", "repr('ab' * 3)", "repr([1] * -1)", "repr(2 ** 100)", "repr(1 << 70)",
           "repr(7 // 0)", "repr(1 / 3)", "repr(10 ** 4300 // 1)", "str(-(2**63))", "repr(not [])", "repr(~5)"])
 @example(["repr('x%3z' % '')", "repr('x%1900000000z' % '')", "repr('%5.70f|%d' % (1.5, 'x'))",
-          "repr(format(1, '20q'))", "repr(format(1.5, '>20.70f'))"])
+          "repr(format(1, '20q'))", "repr(format(1.5, '>20.70f'))", "repr(format((0j), '5'))",
+          "repr(format((0j), '05'))", "repr(2 ** 332193 % 7)", "repr(2 ** 332193)"])
 @example(["repr('%1900000000d' % 1)", "repr('%.3000000f' % 1.0)", "repr('x' * 10 ** 12)", "repr(9 ** 9 ** 9)",
           "repr(format(1, '1900000000d'))", "repr('%99999999999999999999d' % 1)", "repr('%9999999999d' % 'x')"])
 def test_builtin_calls_and_operators_agree_with_eval(oracle: Oracle, texts: list[str]) -> None:
