@@ -15,11 +15,12 @@ is computed and rendered at the precision it set.)
 from __future__ import annotations
 
 import contextlib
-import copy
 import threading
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from bfcl_safe.checker.openai_format import ADDITIONAL_FUNCTION_PROMPT, MESSAGE_MODES
+from bfcl_safe.checker.openai_format import (  # noqa: F401 - re-exported for older callers
+    ADDITIONAL_FUNCTION_PROMPT, MESSAGE_MODES, docs_at_turn, messages_at_turn, missed_docs,
+)
 from bfcl_safe.interp import MethodTable, run_step
 from bfcl_safe.interp.errors import BfclSafeError
 from bfcl_safe.interp.execute import Call
@@ -91,10 +92,10 @@ def plain(value: Any) -> Any:
         return [plain(item) for item in value]
     if isinstance(value, (set, frozenset)):
         return [plain(item) for item in sorted(value, key=repr)]
-    from bfcl_safe.backends.gorilla_file_system import Directory, File
+    from bfcl_safe.backends.gorilla_file_system import Directory, File, tree_as_plain
 
     if isinstance(value, Directory):
-        return {"name": plain(value.name), "contents": plain(value.contents)}
+        return tree_as_plain(value, plain)  # iterative: any depth; a cycle is written "{...}"
     if isinstance(value, File):
         return {"name": plain(value.name), "content": plain(value.content)}
     for base in (bool, int, float, str):  # subclasses (e.g. an IntEnum): their plain value
@@ -108,32 +109,13 @@ def plain(value: Any) -> Any:
 
 def turn_messages(entry: Mapping[str, Any], missed: Mapping[int, Sequence[dict]], turn: int,
                   mode: str = "fc") -> list[dict]:
-    """The user messages BFCL inference sends at ``turn``: the entry's question for that
-    turn, except at a held-out turn of ``multi_turn_miss_func`` (whose question is empty),
-    where it sends :data:`ADDITIONAL_FUNCTION_PROMPT` — in ``prompting`` mode preceded by
-    the new tool docs (the ``str()`` of their list) and a newline."""
-    if mode not in MESSAGE_MODES:
-        raise ValueError(f"mode must be one of {', '.join(MESSAGE_MODES)}, not {mode!r}")
-    if turn in missed:
-        text = ADDITIONAL_FUNCTION_PROMPT if mode == "fc" else f"{list(missed[turn])}\n{ADDITIONAL_FUNCTION_PROMPT}"
-        return [{"role": "user", "content": text}]
-    return copy.deepcopy(list(entry["question"][turn]))
+    """The user messages BFCL inference sends at ``turn`` of ``entry`` with its held-out
+    docs ``missed`` (:func:`~bfcl_safe.checker.openai_format.messages_at_turn`)."""
+    return messages_at_turn(entry["question"], missed, turn, mode)
 
 
-def visible_tools(docs: Sequence[dict], missed: Mapping[int, Sequence[dict]], turn: int) -> list[dict]:
-    """The tool docs a model has at ``turn``: every doc of the involved classes except the
-    held-out ones, then the held-out docs of each turn up to ``turn``, in turn order (BFCL
-    appends them to the tool list when their turn starts)."""
-    out = list(docs)
-    for held_turn in sorted(missed):
-        if held_turn <= turn:
-            out.extend(missed[held_turn])
-    return copy.deepcopy(out)
-
-
-def missed_docs(prompt: Mapping[str, Any]) -> dict[int, list[dict]]:
-    """``{turn: docs held out until then}`` of a prompt entry (``Dataset.prompt_entry``)."""
-    return {int(turn): list(docs) for turn, docs in (prompt.get("missed_function") or {}).items()}
+#: The tool docs a model has at a turn (held-out docs appended from their turn on).
+visible_tools = docs_at_turn
 
 
 # --------------------------------------------------------------------------- one side

@@ -131,13 +131,19 @@ def turn_messages(prompt: Mapping[str, Any], turn: int, mode: str = "fc") -> lis
     ``prompting`` mode preceded by the ``str()`` of the new docs' list and a newline.
     (Prompting inference also puts a system prompt before the first turn's messages;
     that is not included.)"""
+    return messages_at_turn(prompt["question"], missed_docs(prompt), turn, mode)
+
+
+def messages_at_turn(question: Sequence[Sequence[dict]], missed: Mapping[int, Sequence[dict]], turn: int,
+                     mode: str = "fc") -> list[dict]:
+    """:func:`turn_messages` from an entry's ``question`` turns and its held-out docs
+    (:func:`missed_docs`). A copy."""
     if mode not in MESSAGE_MODES:
         raise ValueError(f"mode must be one of {', '.join(MESSAGE_MODES)}, not {mode!r}")
-    missed = missed_docs(prompt)
     if turn in missed:
         text = ADDITIONAL_FUNCTION_PROMPT if mode == "fc" else f"{list(missed[turn])}\n{ADDITIONAL_FUNCTION_PROMPT}"
         return [{"role": "user", "content": text}]
-    return copy.deepcopy(list(prompt["question"][turn]))
+    return copy.deepcopy(list(question[turn]))
 
 
 # --------------------------------------------------------------------------- tool schemas
@@ -281,6 +287,6 @@ def prompting_results_message(results: Sequence[str], calls: Sequence[str]) -> d
 
 __all__ = [
     "ADDITIONAL_FUNCTION_PROMPT", "FLOAT_NOTE", "MESSAGE_MODES", "OPENAPI_TYPES", "PYTHON_SYNTAX_HINT",
-    "STYLES", "ToolFormatError", "docs_at_turn", "inference_docs", "missed_docs", "openai_tools",
+    "STYLES", "ToolFormatError", "docs_at_turn", "inference_docs", "messages_at_turn", "missed_docs", "openai_tools",
     "prompting_results_message", "reply_step", "tool_messages", "tools_for_turn", "turn_messages",
 ]
