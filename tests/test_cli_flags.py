@@ -446,3 +446,25 @@ def test_evaluate_help_lists_the_exit_statuses(runner):
     for flag in ("--model", "--test-category", "--result-dir", "--score-dir", "--partial-eval", "--partial",
                  "--model-name", "--model-map", "--partial-credit"):
         assert flag in text
+
+
+LAYOUT_CASES = [
+    ("one-level-too-high", lambda root: (root, root / "score"), r"one level too high; pass --result-dir .*result$"),
+    ("a-model-folder", lambda root: (root / "result" / MODEL_A, root / "score"),
+     r"a model folder; pass the folder of model folders: --result-dir .*result$"),
+    ("score-dir-is-result-dir", lambda root: (root / "result", root / "result"), r"is the result dir"),
+    ("score-dir-inside-result-dir", lambda root: (root / "result", root / "result" / "score"),
+     r"is inside the result dir"),
+]
+
+
+@pytest.mark.parametrize("dirs, pattern", [c[1:] for c in LAYOUT_CASES], ids=[c[0] for c in LAYOUT_CASES])
+def test_a_tree_bfcl_would_misread_is_one_line_saying_what_to_pass(runner, tmp_path, dirs, pattern):
+    _tree(tmp_path, categories=("multi_turn_base",))
+    result_dir, score_dir = dirs(tmp_path)
+    out = runner.invoke(main, ["evaluate", "--result-dir", str(result_dir), "--score-dir", str(score_dir),
+                               "--partial-eval", "--data", str(wheel())])
+    assert out.exit_code == 1
+    message = _err(out).strip().splitlines()
+    assert len(message) == 1 and message[0].startswith("Error: ") and re.search(pattern, message[0]), message
+    assert not list(tmp_path.rglob("*_score.json"))
