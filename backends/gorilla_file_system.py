@@ -166,6 +166,41 @@ def _render(root: Directory) -> str:
     return "".join(out)
 
 
+def tree_as_plain(root: Directory, leaf: Any) -> dict:
+    """A directory as nested plain data, built with a work list (no recursion, whatever
+    the depth): ``{"name": leaf(name), "contents": {key: ...}}``, files as ``{"name":
+    leaf(name), "content": leaf(content)}``, keys that are not strings as their ``str()``.
+    A contents dict met again inside itself (a directory copied into itself) is written
+    ``"{...}"``, as ``repr`` writes it. ``leaf`` converts names and file contents (e.g.
+    ``checker.episode.plain``)."""
+    top: dict = {}
+    open_dicts: set[int] = set()
+    work: list[tuple[Any, Any, Any]] = [("enter", root, top)]
+    while work:
+        step, node, target = work.pop()
+        if step == "leave":
+            open_dicts.discard(node)
+            continue
+        target["name"] = leaf(node.name)
+        if id(node.contents) in open_dicts:
+            target["contents"] = "{...}"
+            continue
+        open_dicts.add(id(node.contents))
+        contents: dict = {}
+        target["contents"] = contents
+        work.append(("leave", id(node.contents), None))
+        children = []
+        for key, child in node.contents.items():
+            name = key if type(key) is str else str(key)
+            if isinstance(child, Directory):
+                contents[name] = {}
+                children.append(("enter", child, contents[name]))
+            else:
+                contents[name] = {"name": leaf(child.name), "content": leaf(child.content)}
+        work.extend(reversed(children))
+    return top
+
+
 def _same_tree(left: Directory, right: Directory) -> bool:
     """The reference's recursive ``==`` on directories (names equal, contents dicts equal:
     same keys, values ``is``-identical or equal), computed with a work list. A pair of

@@ -13,9 +13,11 @@ first:
   (list/tuple/set items, dict entries, plus one for the record being stored) to
   ``state_items``; shared parts count each time they appear, because that is how
   often they are compared and printed;
-* a value nested deeper than ``STATE_DEPTH`` levels — a cycle is infinitely deep — or
-  holding an integer beyond CPython's ``str()`` limit (``MAX_INT_DIGITS``) is refused
-  whatever the budget: the checker could not compare, copy or render it.
+* a value nested deeper than ``STATE_DEPTH`` levels, or holding an integer beyond
+  CPython's ``str()`` limit (``MAX_INT_DIGITS``), is refused whatever the budget: the
+  checker could not compare, copy or render it. A value that contains itself (a cycle,
+  which the reference makes too) is kept: it is counted once around and prints as
+  ``{...}``; the failure record writes it degraded.
 
 Over any of them :class:`~bfcl_safe.interp.errors.BudgetExceeded` propagates (it is
 never a tool's error result). The cumulative budgets count only when a budget is
@@ -43,6 +45,7 @@ TREE_DEPTH = "tree_depth"
 TREE_WALK = "tree_walk"
 PRECISION_WORK = "precision_work"
 MESSAGE_IDS = "message_ids"
+SHARED_DEFAULT_ITEMS = "shared_default_items"
 #: The interpreter's budget of values computed from model input (shared with it).
 COMPUTED_SIZE = "computed_size"
 
@@ -90,11 +93,15 @@ def measure(value: Any, inside: tuple = (), spread: bool = False) -> tuple[int, 
     cyclic), holds an integer beyond ``MAX_INT_DIGITS``, or — stopping the walk there —
     needs more characters or items than the budget has left.
 
-    ``inside``: the containers ``value`` is about to be stored in (the target and the
-    containers holding it): a value holding one of them would make the state contain
-    itself, an infinitely deep cycle, and is refused the same way. With ``spread`` the
-    value's *items* are stored (``list.extend``), so the value itself may be the target."""
+    A container met again inside itself (a cycle) counts as one item and is not
+    followed: the reference keeps such state (``resolve_ticket(1, get_ticket(1))``
+    stores a ticket in itself) and prints it as ``{...}``. ``inside``: the containers
+    ``value`` is about to be stored in (the target and the containers holding it), which
+    are treated the same way, as storing makes them a cycle; with ``spread`` the value's
+    *items* are stored (``list.extend``), so the value itself may be the target and is
+    counted."""
     forbidden = {id(container) for container in inside}
+    on_path: set[int] = set()
     char_limit, char_spent = _allowance(STATE_CHARS)
     item_limit, item_spent = _allowance(STATE_ITEMS)
     char_cap, item_cap = char_limit - char_spent, item_limit - item_spent
@@ -103,6 +110,9 @@ def measure(value: Any, inside: tuple = (), spread: bool = False) -> tuple[int, 
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
         node, depth = stack.pop()
+        if depth < 0:  # leaving a container: it is no longer on the path
+            on_path.discard(id(node))
+            continue
         kind = type(node)
         if kind is str or kind is bytes or kind is bytearray:
             chars += len(node)
@@ -111,11 +121,16 @@ def measure(value: Any, inside: tuple = (), spread: bool = False) -> tuple[int, 
         elif isinstance(node, int):
             chars += _int_digits(node)
         elif isinstance(node, _CONTAINERS):
-            if depth >= depth_limit or (id(node) in forbidden and (depth or not spread)):
-                raise BudgetExceeded(STATE_DEPTH, depth_limit, max(depth, depth_limit) + 1)
+            if id(node) in on_path or (id(node) in forbidden and (depth or not spread)):
+                items += 1  # a cycle: printed as [...] or {...}, not followed
+                continue
+            if depth >= depth_limit:
+                raise BudgetExceeded(STATE_DEPTH, depth_limit, depth + 1)
             items += len(node)
             if items > item_cap:
                 raise BudgetExceeded(STATE_ITEMS, item_limit, item_spent + items)
+            on_path.add(id(node))
+            stack.append((node, -1))
             if isinstance(node, dict):
                 for key, item in node.items():
                     stack.append((key, depth + 1))

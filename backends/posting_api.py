@@ -205,8 +205,12 @@ class TwitterAPI:
         # live part of the state (``get_tweet_comments(...)``), even this very list, as in
         # the reference: it doubles on every such call, so its size is charged first.
         tweet = self.tweets[tweet_id]
-        growth.store(mentioned_usernames, records=0, spread=True,
-                     inside=(self.tweets, tweet, tweet.get("mentions") if isinstance(tweet, dict) else None))
+        target = tweet.get("mentions") if isinstance(tweet, dict) else None
+        growth.store(mentioned_usernames, records=0, spread=True, inside=(self.tweets, tweet, target))
+        if target is _DEFAULT_MENTIONS and isinstance(mentioned_usernames, _SIZED):
+            # The default list outlives the entry (see post_tweet): what entries add to it
+            # is bounded process-wide, not only per entry.
+            growth.refuse_above(growth.SHARED_DEFAULT_ITEMS, len(target) + len(mentioned_usernames))
         self.tweets[tweet_id]["mentions"].extend(mentioned_usernames)
         return {"mention_status": "Users mentioned successfully"}
 
@@ -326,3 +330,10 @@ class TwitterAPI:
             "following_count": following_count,
             "retweet_count": retweet_count,
         }
+
+
+#: post_tweet's default ``mentions`` list: one object for the whole process (see the quirk
+#: in post_tweet), so ``mention`` on a tweet posted without mentions grows it for every
+#: later entry scored in this process, as in the reference.
+_DEFAULT_MENTIONS = TwitterAPI.post_tweet.__defaults__[1]
+_SIZED = (list, tuple, str, dict, set, frozenset)

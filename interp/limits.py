@@ -93,9 +93,10 @@ ENTRY_BUDGETS["state_chars"] = 20_000_000
 #: Items tools add to backend state, per entry: new records (files, directories, tweets,
 #: messages ...) plus the list items and dict entries of stored values, counted the same way.
 ENTRY_BUDGETS["state_items"] = 1_000_000
-#: Deepest nesting of one value stored in backend state (structural, always enforced: a
-#: cycle is infinitely deep). Literals nest at most MAX_NESTING_DEPTH; deeper values only
-#: come from wrapping state in itself call after call (``echo(content=cat(...))``).
+#: Deepest nesting of one value stored in backend state (structural, always enforced; a
+#: cycle, which the reference makes too, is not followed). Literals nest at most
+#: MAX_NESTING_DEPTH; deeper values only come from wrapping state in itself call after
+#: call (``echo(content=cat(...))``).
 ENTRY_BUDGETS["state_depth"] = 150
 #: Largest integer stored in backend state, in digits (structural): CPython's own
 #: ``str()`` limit, past which the state could not be rendered.
@@ -115,3 +116,8 @@ ENTRY_BUDGETS["precision_work"] = 1_000_000_000
 #: MessageAPI message ids (structural): 90,000 ids exist; once all are used the
 #: reference draws forever, so a send then is refused.
 ENTRY_BUDGETS["message_ids"] = 90_000
+#: Items of TwitterAPI's default ``mentions`` list (structural, for the whole process):
+#: like the reference's, it is one list shared by every tweet posted without mentions in
+#: every entry, and ``mention`` extends it in place, so it outlives entries; past this a
+#: ``mention`` on such a tweet is refused. Real entries add a few names.
+ENTRY_BUDGETS["shared_default_items"] = 100_000

@@ -7,13 +7,17 @@ made on both, and result strings and compared state must be equal.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import importlib
 import inspect
 import json
+import weakref
 from functools import lru_cache
 from typing import Any, Iterable
 
+from bfcl_safe.interp.budget import Budget
+from bfcl_safe.interp.errors import BudgetExceeded
 from bfcl_safe.interp.results import format_error, format_result
 from tests.callparse import parse_trusted_call
 from tests.refenv import BACKEND_MODULES, reference_backend_class, reference_package_dir
@@ -66,12 +70,32 @@ def make_reference(class_name: str, config: dict, long_context: bool = False):
     return instance
 
 
+#: id(our instance) -> the Budget its calls are charged to (one per instance, as one per
+#: entry when scoring), dropped with the instance.
+_BUDGETS: dict[int, Budget] = {}
+
+
+def budget_of(instance: Any) -> Budget:
+    """The budget the harness charges our ``instance``'s calls to (made on first use)."""
+    key = id(instance)
+    if key not in _BUDGETS:
+        _BUDGETS[key] = Budget()
+        weakref.finalize(instance, _BUDGETS.pop, key, None)
+    return _BUDGETS[key]
+
+
 def call(instance: Any, name: str, args: tuple = (), kwargs: dict | None = None) -> str:
-    """Call like the reference runner does and render the result string."""
-    try:
-        return format_result(getattr(instance, name)(*copy.deepcopy(args), **copy.deepcopy(kwargs or {})))
-    except Exception as exc:  # noqa: BLE001 - tool errors are data
-        return format_error(exc)
+    """Call like the reference runner does and render the result string. Our instances
+    are called with their budget active, as when scoring: the charges must never change
+    a result (a BudgetExceeded would propagate and fail the test)."""
+    ours = type(instance).__module__.startswith("bfcl_safe.")
+    with budget_of(instance).active() if ours else contextlib.nullcontext():
+        try:
+            return format_result(getattr(instance, name)(*copy.deepcopy(args), **copy.deepcopy(kwargs or {})))
+        except BudgetExceeded:
+            raise
+        except Exception as exc:  # noqa: BLE001 - tool errors are data
+            return format_error(exc)
 
 
 def reference_public_methods(instance: Any) -> list[str]:

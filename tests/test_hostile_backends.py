@@ -71,6 +71,14 @@ def _self_copy(_: int) -> list[str]:
             "cd(folder='a')", "cd(folder='a')", "cd(folder='a')", "ls()", "pwd()", "du(human_readable=True)"]
 
 
+def _default_mentions(n: int) -> list[str]:
+    # Tweet 0 is posted without mentions: its list is post_tweet's default, one list for
+    # the whole process (as in the reference), which mention extends in place.
+    names = "[" + ", ".join(["'n'"] * 10_000) + "]"
+    return ["authenticate_twitter(username='john', password='john123')", "post_tweet(content='x')",
+            *[f"mention(tweet_id=0, mentioned_usernames={names})"] * n]
+
+
 def _ticket_self_reference(_: int) -> list[str]:
     return ["edit_ticket(ticket_id=1, updates={'description': get_ticket(ticket_id=1)})"]
 
@@ -116,6 +124,9 @@ def _tuple_keys(_: int) -> list[str]:
 CASES: dict[str, tuple[str, dict, Callable[[int], list[str]], int, dict | None, str | None]] = {
     "twitter-self-extend-5": ("TwitterAPI", {}, _twitter_doubling, 5, None, None),
     "twitter-self-extend-60": ("TwitterAPI", {}, _twitter_doubling, 60, None, "state_items"),
+    # Only the large size: run here, the small one would grow the test process's own default.
+    "twitter-default-mentions-past-process-bound": ("TwitterAPI", {}, _default_mentions, 11, None,
+                                                    "shared_default_items"),
     "gfs-echo-cat-nesting-20": ("GorillaFileSystem", TREE, _echo_nesting, 20, None, None),
     "gfs-echo-cat-nesting-1000": ("GorillaFileSystem", TREE, _echo_nesting, 1000, None, "state_depth"),
     "gfs-mkdir-cd-chain-60": ("GorillaFileSystem", TREE, _deep_chain, 60, None, None),
@@ -124,8 +135,10 @@ CASES: dict[str, tuple[str, dict, Callable[[int], list[str]], int, dict | None, 
     "gfs-copies-of-large-file-2000": ("GorillaFileSystem", TREE, _copies_of_a_large_file, 2000, None, "state_chars"),
     "gfs-copy-into-itself": ("GorillaFileSystem", TREE, _self_copy, 1, None, None),
     "gfs-tuple-keys": ("GorillaFileSystem", TREE, _tuple_keys, 1, None, None),
-    "ticket-contains-itself": ("TicketAPI", TICKETS, _ticket_self_reference, 1, None, "state_depth"),
-    "ticket-wrapping-3": ("TicketAPI", TICKETS, _ticket_wrapping, 3, None, "state_depth"),
+    "ticket-contains-itself": ("TicketAPI", TICKETS, _ticket_self_reference, 1, None, None),
+    "ticket-wrapping-3": ("TicketAPI", TICKETS, _ticket_wrapping, 3, None, None),
+    "ticket-wrapping-past-items-budget": ("TicketAPI", TICKETS, _ticket_wrapping, 3_000, {"state_items": 20_000},
+                                          "state_items"),
     "message-sends-50": ("MessageAPI", {}, _messages, 50, None, None),
     "message-sends-past-items-budget": ("MessageAPI", {}, _messages, 1000, {"state_items": 1_000}, "state_items"),
     "trading-orders-30": ("TradingBot", {}, _orders, 30, None, None),
@@ -267,3 +280,28 @@ def test_deep_tree_compares_and_prints_without_recursion() -> None:
 
     equal, length, _, found, size = nested(sys.getrecursionlimit() - 100)
     assert equal and length > 200 * 20 and found == 202 and size == {"disk_usage": "11 bytes"}
+
+
+def test_a_tree_containing_itself_becomes_plain_data() -> None:
+    """Episode.state()'s conversion of a file system: iterative, and a directory copied
+    into itself is written "{...}" where it meets itself (as repr writes it)."""
+    from bfcl_safe.backends.gorilla_file_system import tree_as_plain
+    from bfcl_safe.checker.episode import plain
+
+    fs = make_ours("GorillaFileSystem", TREE)
+    fs.touch("t")
+    fs.echo(content=[1, (2, 3)], file_name="t")
+    before = plain(fs.root)
+    assert before == {"name": "w", "contents": {
+        "a": {"name": "a", "contents": {"f.txt": {"name": "f.txt", "content": "hello\nworld"}}},
+        "t": {"name": "t", "content": [1, [2, 3]]}}}
+    fs.cp("a", "a")
+    inner = plain(fs.root)["contents"]["a"]["contents"]["a"]
+    assert inner["contents"]["a"] == {"name": "a", "contents": "{...}"}
+    for i in range(200):
+        fs.mkdir(f"d{i}")
+        fs.cd(f"d{i}")
+    deep = tree_as_plain(fs.root, plain)
+    for i in range(200):
+        deep = deep["contents"][f"d{i}"]
+    assert deep == {"name": "d199", "contents": {}}
