@@ -206,11 +206,14 @@ def score_tree(
                 dataset.long_context_data()
     decoders: dict[str, str] = {}
     written: set[Path] = set()
+    # In one process, a file at a time (nothing is gained by holding more); a pool of
+    # processes gets up to GROUP_CHARS of lines at a time to share out.
+    group_chars = 0 if isinstance(pool, InProcessPool) else GROUP_CHARS
     unread = list(files)
     while unread:
         group: list[_File] = []
         size = 0
-        while unread and (not group or size < GROUP_CHARS):
+        while unread and (not group or size < group_chars):
             group.append(_read(unread.pop(0), options, dataset, decoders))
             size += group[-1].chars
         tasks: list[tuple[str, list[str]]] = []
@@ -224,10 +227,12 @@ def score_tree(
         results = pool.map(tasks, progress)
         while group:  # (what is written is let go at once)
             item = group.pop(0)
-            batches = results[item.first_task : item.first_task + item.task_count]
-            score = _collect(item, [r for batch in batches for r in batch], score_dir, dataset, options, report, run)
+            lines = []
             for number in range(item.first_task, item.first_task + item.task_count):
-                results[number] = []
+                lines += results[number]
+                results[number] = []  # (what is written is let go at once)
+            score = _collect(item, lines, score_dir, dataset, options, report, run)
+            del lines
             if not score.refused:
                 run.append(score)
                 if score.score_path is not None:
@@ -310,11 +315,12 @@ def _collect(item: _File, results: list, score_dir: Path, dataset: Dataset, opti
     # Line problems in line order; then the kept entries (first occurrence of an id).
     problems: list[tuple[int, str]] = list(item.problems)
     kept: dict[str, LineResult] = {}
-    for (number, text), result in zip(item.lines, results, strict=True):
+    for index, ((number, text), result) in enumerate(zip(item.lines, results, strict=True)):
         if isinstance(result, Lost):
             line_result = lost_result(text, item.context, result.reason)
         else:
             line_result = LineResult.from_text(result)
+        results[index] = None  # (its text is in line_result now)
         if line_result.kind == SKIPPED:
             problems.append((number, line_result.message))
         elif line_result.id in kept:
