@@ -105,6 +105,8 @@ def open_folder(root: str | os.PathLike, parts: Sequence[str] = ()) -> int:
     try:
         for part in parts:
             path = path / part
+            if part in ("", ".", "..") or "/" in part or "\0" in part:
+                raise UnsafePath(path, "not a folder name")
             try:
                 os.mkdir(part, 0o777, dir_fd=fd)
             except FileExistsError:

@@ -606,3 +606,12 @@ def test_jobs_2_writes_what_jobs_1_writes_on_the_hostile_tree(hostile_runs: dict
     for name in files:
         if (one / name).is_file():
             assert (one / name).read_bytes() == (two / name).read_bytes(), name
+
+
+@pytest.mark.parametrize("name", ["..", ".", "", "a/b", "nul\0byte"])
+def test_a_model_name_that_is_not_one_folder_name_is_never_written_through(tmp_path: Path, name: str) -> None:
+    from bfcl_safe.checker.scores import ScoreFileWriter, UnsafePath
+
+    with pytest.raises(UnsafePath, match="not a folder name; not written through"):
+        ScoreFileWriter(tmp_path / "score", name, BASE)
+    assert _files(tmp_path) == ["score"]
