@@ -11,6 +11,14 @@ same graph the reference would.
 Tool arguments are untrusted and may have any type: the tools perform the same
 Python operations in the same order as the reference, so that a wrong type fails
 with the same exception text.
+
+Hostile trees: the reference compares, prints and searches trees recursively; here
+every walk (``==``, ``repr``, ``find``, ``du``, ``cp``'s size check, ``tree_as_plain``)
+uses a work list, with the same results, so no depth reaches Python's recursion limit.
+``cp`` of a directory into itself makes a tree that contains itself, as in the
+reference: ``repr`` writes ``{...}`` where it meets itself, and ``find``/``du`` end in
+the reference's RecursionError text. ``mkdir`` refuses a directory deeper than the
+``tree_depth`` budget, and stored contents are charged (``backends/growth.py``).
 """
 
 from __future__ import annotations

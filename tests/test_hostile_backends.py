@@ -305,3 +305,69 @@ def test_a_tree_containing_itself_becomes_plain_data() -> None:
     for i in range(200):
         deep = deep["contents"][f"d{i}"]
     assert deep == {"name": "d199", "contents": {}}
+
+
+# ----------------------------------------------------------------------------- property
+
+#: Calls that hand back a live part of a backend's state; nested into another call's
+#: argument, the reference's eval passes that very object (aliasing state into state).
+LIVE_CALLS = {
+    "GorillaFileSystem": ("cat(file_name='f.txt')", "ls(a=True)", "find()", "pwd()"),
+    "TwitterAPI": ("get_tweet_comments(tweet_id=0)", "get_tweet(tweet_id=0)", "list_all_following()",
+                   "get_user_tweets(username='john')"),
+    "TicketAPI": ("get_ticket(ticket_id=1)", "get_user_tickets()"),
+    "MessageAPI": ("view_messages_sent()", "list_users()"),
+    "TradingBot": ("get_watchlist()", "get_account_info()"),
+    "TravelAPI": ("get_all_credit_cards()", "get_budget_fiscal_year()"),
+    "VehicleControlAPI": ("displayCarStatus(option='doors')", "get_zipcode_based_on_city(city='Rivermist')"),
+}
+
+
+def _nested_sequences(class_name: str):
+    from hypothesis import strategies as st
+
+    from bfcl_safe.backends.strategies import call_sequences
+    from tests.test_strategies import _factory
+
+    @st.composite
+    def texts(draw) -> list[str]:
+        calls = draw(call_sequences(_factory(class_name), max_size=8))
+        out = []
+        for call in calls:
+            parts = [f"{key}={value!r}" for key, value in call.kwargs]
+            if parts and draw(st.booleans()):
+                index = draw(st.integers(0, len(parts) - 1))
+                parts[index] = f"{call.kwargs[index][0]}={draw(st.sampled_from(LIVE_CALLS[class_name]))}"
+            out.append(f"{call.name}({', '.join(parts)})")
+        return out
+
+    return texts()
+
+
+@pytest.mark.parametrize("class_name", sorted(LIVE_CALLS))
+def test_live_state_nested_into_calls_agrees_with_the_reference(class_name: str) -> None:
+    """Random valid sequences where arguments are now and then a nested call returning a
+    live part of the state: ours (under a budget) gives the reference's results and
+    state, or runs out of a budget."""
+    from hypothesis import given, settings
+
+    from tests.test_strategies import _config
+
+    config = _config(class_name)
+
+    # A quarter of the profile's examples per class: 25 under `ci`, 1,250 under `fuzz`
+    # (8,750 over the seven classes).
+    @settings(deadline=None, database=None, max_examples=max(25, settings.default.max_examples // 4))
+    @given(_nested_sequences(class_name))
+    def check(calls: list[str]) -> None:
+        ours = make_ours(class_name, config)
+        try:
+            with Budget().active():
+                got = run_step(calls, MethodTable([ours]))
+        except BudgetExceeded:
+            return
+        expected, reference = _run_reference(class_name, config, calls)
+        assert got == expected, calls
+        assert_same_state(ours, reference, repr(calls))
+
+    check()
