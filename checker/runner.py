@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -296,7 +297,24 @@ def _read(result_file: ResultFile, options: Options, dataset: Dataset, decoders:
         return item
     item.context = Context(result_file.model, result_file.category, decoder, options.strict_irrelevance,
                            options.check_order)
+    # Scored in id order, as the reference (which sorts a file's entries by id): the state
+    # a few backends carry from entry to entry in one process then matches its.
+    item.lines.sort(key=_order)
     return item
+
+
+#: The start of a line as ``json.dumps`` writes a result entry, and its id: enough to
+#: order the lines (each is parsed, and its id checked, where it is scored).
+_LINE_START = re.compile(r'\{"id": "(multi_turn_[a-z_]+?_\d+)"')
+
+
+def _order(line: tuple[int, str]) -> tuple:
+    """Sort key of a line: its id's numeric order when the line starts as BFCL writes an
+    entry, else after those, in line order (a line the scorer will skip, or one written
+    otherwise: then the reference's order is not reproduced for it)."""
+    number, text = line
+    start = _LINE_START.match(text)
+    return (0, *id_order(start.group(1)), number) if start else (1, 0, "", number)
 
 
 def _collect(item: _File, results: list, score_dir: Path, dataset: Dataset, options: Options,
@@ -315,7 +333,10 @@ def _collect(item: _File, results: list, score_dir: Path, dataset: Dataset, opti
     # Line problems in line order; then the kept entries (first occurrence of an id).
     problems: list[tuple[int, str]] = list(item.problems)
     kept: dict[str, LineResult] = {}
-    for index, ((number, text), result) in enumerate(zip(item.lines, results, strict=True)):
+    # In line order (they were scored in id order): the first occurrence of an id is kept.
+    in_line_order = sorted(range(len(item.lines)), key=lambda index: item.lines[index][0])
+    for index in in_line_order:
+        (number, text), result = item.lines[index], results[index]
         if isinstance(result, Lost):
             line_result = lost_result(text, item.context, result.reason)
         else:

@@ -322,3 +322,30 @@ def test_messages_files_and_errors_come_as_in_a_serial_run(tmp_path: Path, monke
         assert any("no decoder could be chosen for model 'duplicate-id-keys' (RuntimeError: registry broken"
                    in m for m in serial[1])
         assert len(serial[0]) == 5  # the other four score files and the CSV
+
+
+def test_entries_are_scored_in_id_order_as_the_reference_does(tmp_path: Path, monkeypatch) -> None:
+    """The reference sorts a file's entries by id before scoring them, and a few backends
+    carry state from entry to entry in one process: the order is part of fidelity."""
+    result_dir = tmp_path / "result"
+    folder = result_dir / "clean-model" / "multi_turn"
+    folder.mkdir(parents=True)
+    lines = _clean(BASE, 8)  # (reversed: not in id order)
+    lines.insert(3, "not json")
+    lines.insert(5, _line(f"{BASE}_0"))  # a duplicate: the first occurrence in the file counts
+    (folder / f"BFCL_v4_{BASE}_result.json").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    order: list[str] = []
+    score_entry = scoring.score_entry
+
+    def recording(dataset, item, context):
+        order.append(item["id"])
+        return score_entry(dataset, item, context)
+
+    monkeypatch.setattr(scoring, "score_entry", recording)
+    files, messages, _, run = _tree(result_dir, tmp_path / "score", 1, partial=True)
+    assert order == sorted(order, key=lambda entry_id: int(entry_id.rsplit("_", 1)[1]))
+    assert [m.split(": ", 1)[1] for m in messages if ".json:" in m] == [
+        "not valid JSON (Expecting value: line 1 column 1 (char 0)); line skipped",
+        f"duplicate id '{BASE}_0'; the first occurrence is scored"]
+    assert any(".json:4: not valid JSON" in m for m in messages) and any(".json:10: duplicate" in m for m in messages)
+    assert run[0].total == 8
