@@ -450,14 +450,19 @@ class Episode:
         """``{class: {attribute: value}}`` of the model side's compared attributes, as plain data."""
         try:
             return self.model.state()
-        except (RecursionError, MemoryError, ValueError, OverflowError) as exc:
+        except BfclSafeError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - RecursionError, MemoryError ... on hostile state
             raise EpisodeLimitError("state", type(exc).__name__) from None
 
     def result(self) -> list[list[Any]]:
         """The steps given so far, per turn, as a BFCL result file's ``result`` holds them
         (score it with ``bfcl-safe evaluate``; the verdict equals :meth:`check_turn`'s
         after the last turn)."""
-        return copy.deepcopy(self._raw)
+        try:
+            return copy.deepcopy(self._raw)
+        except (RecursionError, MemoryError) as exc:
+            raise EpisodeLimitError("result", type(exc).__name__) from None
 
     # ------------------------------------------------------------------ steps
 
