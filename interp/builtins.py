@@ -57,7 +57,8 @@ from bfcl_safe.interp.errors import BudgetExceeded, RejectedInput
 
 __all__ = [
     "NotComputable", "PURE_BUILTINS", "REFUSED_BUILTINS", "binary_op", "call_builtin", "check_depth",
-    "check_plain", "is_builtin_name", "rendered_size", "unary_op", "value_size",
+    "check_plain", "compare_op", "is_builtin_name", "make_slice", "rendered_size", "subscript", "truth", "unary_op",
+    "value_size",
 ]
 
 #: The budget kind charged here (see interp/limits.py).
@@ -362,9 +363,25 @@ def _format(*args: Any, **kwargs: Any) -> Any:
 
 # --------------------------------------------------------------------------- operators
 
+#: CPython's largest int, in 30-bit digits (``_PyLong_New``: "too many digits in integer").
+_MAX_LONG_DIGITS = (_PY_SSIZE_T_MAX - 24) // 4
+
+
 def _sequence_times(sequence: Any, count: Any) -> None:
     if type(count) is int or type(count) is bool:
+        if count > _PY_SSIZE_T_MAX:
+            return  # CPython: "cannot fit 'int' into an index-sized integer", at once
+        if type(sequence) in (str, bytes) and count > 0 and len(sequence) > _PY_SSIZE_T_MAX // count:
+            return  # CPython: "repeated string is too long" / "repeated bytes are too long", at once
         _charge(max(0, int(count)) * value_size(sequence) if count > 0 else 1)
+
+
+def _shift_overflows(left: int, count: int) -> bool:
+    """Whether CPython refuses ``left << count`` at once ("too many digits in integer")."""
+    if count > _PY_SSIZE_T_MAX:
+        return True
+    words = abs(left).bit_length() // 30 + 1 + count // 30 + (1 if count % 30 else 0)
+    return words > _MAX_LONG_DIGITS
 
 
 def _check_binary(op: str, left: Any, right: Any) -> None:
@@ -383,7 +400,7 @@ def _check_binary(op: str, left: Any, right: Any) -> None:
         if lt in (int, bool) and rt in (int, bool) and right > 0 and abs(left) > 1:
             _charge_int(int(right * math.log10(abs(left))) + 1)
     elif op == "<<":
-        if lt in (int, bool) and rt in (int, bool) and right > 0 and left != 0:
+        if lt in (int, bool) and rt in (int, bool) and right > 0 and left != 0 and not _shift_overflows(left, right):
             _charge_int(_int_digits(left) + int(right * _DIGITS_PER_BIT) + 1)
     elif op == "+":
         if lt is rt and lt in (str, bytes, list, tuple):
@@ -426,6 +443,57 @@ def unary_op(op: str, operand: Any) -> Any:
         raise NotComputable(f"unary operator {op!r} is not computed", op)
     _plain_operands(operand)
     return function(operand)
+
+
+_COMPARE: dict[str, Callable[[Any, Any], Any]] = {
+    "==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+    "in": lambda a, b: a in b, "not in": lambda a, b: a not in b,
+    "is": operator.is_, "is not": operator.is_not,
+}
+#: Values whose identity is the same in every run (``x is None``); ``is`` between other
+#: values depends on how CPython shares constants, so it is not computed.
+_SINGLETONS = (None, True, False)
+
+
+def compare_op(op: str, left: Any, right: Any) -> Any:
+    """``left <op> right`` for one comparison (``==``, ``<``, ``in``, ``is`` ...)."""
+    function = _COMPARE.get(op)
+    if function is None:
+        raise NotComputable(f"comparison {op!r} is not computed", op)
+    _plain_operands(left, right)
+    if op in ("is", "is not") and not any(left is s or right is s for s in _SINGLETONS):
+        raise NotComputable(f"'{op}' between values other than None, True, False is not computed", op)
+    _charge(1)
+    return function(left, right)
+
+
+def truth(value: Any) -> bool:
+    """``bool(value)`` of a plain value (for ``and``, ``or``, ``if`` and ``not``)."""
+    _plain_operands(value)
+    return bool(value)
+
+
+def make_slice(lower: Any, upper: Any, step: Any) -> slice:
+    """The slice ``lower:upper:step`` of a subscript (parts plain values)."""
+    _plain_operands(lower, upper, step)
+    return slice(lower, upper, step)
+
+
+def subscript(value: Any, key: Any) -> Any:
+    """``value[key]`` on a plain value (``key`` plain, or a slice of plain values)."""
+    check_plain(value)
+    if type(key) is slice:
+        _plain_operands(key.start, key.stop, key.step)
+        if type(value) in (str, bytes, list, tuple):
+            _charge(len(value) + 1)  # a slice copies at most every item
+    else:
+        for part in key if type(key) is tuple else (key,):
+            if type(part) is slice:
+                _plain_operands(part.start, part.stop, part.step)
+            else:
+                check_plain(part)
+        _charge(1)
+    return value[key]
 
 
 # --------------------------------------------------------------------------- pure builtins

@@ -208,6 +208,53 @@ def _unary(node: cst.UnaryOperation, ctx: _Context, depth: int) -> Any:
     return Operation(op, (_convert(operand, ctx, depth + 1),))
 
 
+_COMPARISONS = {
+    cst.Equal: "==", cst.NotEqual: "!=", cst.LessThan: "<", cst.LessThanEqual: "<=", cst.GreaterThan: ">",
+    cst.GreaterThanEqual: ">=", cst.In: "in", cst.NotIn: "not in", cst.Is: "is", cst.IsNot: "is not",
+}
+
+
+def _comparison(node: cst.Comparison, ctx: _Context, depth: int) -> Any:
+    # ("compare", left, op1, right1, op2, right2, ...): chained, each right evaluated
+    # only while the comparisons so far hold, as in Python.
+    operands: list[Any] = [_convert(node.left, ctx, depth + 1)]
+    for target in node.comparisons:
+        operands.append(_COMPARISONS[type(target.operator)])
+        operands.append(_convert(target.comparator, ctx, depth + 1))
+    return Operation("compare", tuple(operands))
+
+
+def _boolean(node: cst.BooleanOperation, ctx: _Context, depth: int) -> Any:
+    op = "and" if isinstance(node.operator, cst.And) else "or"
+    return Operation(op, (_convert(node.left, ctx, depth + 1), _convert(node.right, ctx, depth + 1)))
+
+
+def _conditional(node: cst.IfExp, ctx: _Context, depth: int) -> Any:
+    return Operation("if", (_convert(node.test, ctx, depth + 1), _convert(node.body, ctx, depth + 1),
+                            _convert(node.orelse, ctx, depth + 1)))
+
+
+def _slice_part(part: cst.BaseExpression | None, ctx: _Context, depth: int) -> Any:
+    return None if part is None else _convert(part, ctx, depth + 1)
+
+
+def _subscript(node: cst.Subscript, ctx: _Context, depth: int) -> Any:
+    # ("subscript", value, key) with a slice as ("slice", lower, upper, step) and
+    # several elements as ("tuple", ...): built at run time.
+    keys = []
+    for element in node.slice:
+        item = element.slice
+        if isinstance(item, cst.Slice):
+            keys.append(Operation("slice", (_slice_part(item.lower, ctx, depth), _slice_part(item.upper, ctx, depth),
+                                            _slice_part(item.step, ctx, depth))))
+        elif isinstance(item, cst.Index) and item.star is None:
+            keys.append(_convert(item.value, ctx, depth + 1))
+        else:
+            _reject(ctx, element, "starred subscript is not allowed")
+    key = keys[0] if len(keys) == 1 and node.slice[0].comma is cst.MaybeSentinel.DEFAULT else Operation("tuple", tuple(keys))
+    return Operation("subscript", (_convert(node.value, ctx, depth + 1), key))
+
+
 def _binary(node: cst.BinaryOperation, ctx: _Context, depth: int) -> Any:
     op = _BINARY_OPERATORS.get(type(node.operator))
     if op is None:
@@ -248,6 +295,10 @@ HANDLERS: dict[type, Callable[[Any, _Context, int], Any]] = {
     cst.Name: _name,
     cst.UnaryOperation: _unary,
     cst.BinaryOperation: _binary,
+    cst.Comparison: _comparison,
+    cst.BooleanOperation: _boolean,
+    cst.IfExp: _conditional,
+    cst.Subscript: _subscript,
     cst.List: _sequence,
     cst.Tuple: _sequence,
     cst.Set: _sequence,

@@ -13,7 +13,9 @@ import re
 from typing import Any, Iterable, Sequence
 
 from bfcl_safe.interp import limits
-from bfcl_safe.interp.builtins import NotComputable, binary_op, call_builtin, is_builtin_name, unary_op
+from bfcl_safe.interp.builtins import (
+    NotComputable, binary_op, call_builtin, compare_op, is_builtin_name, make_slice, subscript, truth, unary_op,
+)
 from bfcl_safe.interp.callspec import CallSpec, Container, Failure, NameRef, Operation, SourceString
 from bfcl_safe.interp.errors import BudgetExceeded, RejectedInput
 from bfcl_safe.interp.results import format_error, format_result
@@ -71,16 +73,47 @@ def _evaluate(value: Any, table: MethodTable) -> Any:
     if kind is Failure:
         raise _Raised(value.kind(value.message))
     if kind is Operation:
-        operands = [_evaluate(v, table) for v in value.operands]
         try:
-            if len(operands) == 1:
-                return unary_op(value.op, operands[0])
-            return binary_op(value.op, operands[0], operands[1])
-        except BudgetExceeded:
+            return _operate(value, table)
+        except (BudgetExceeded, _Raised):
             raise
         except Exception as exc:  # noqa: BLE001 - what CPython raises (or our refusal) is the result
             raise _Raised(exc) from None
     return _fresh(value)
+
+
+def _operate(operation: Operation, table: MethodTable) -> Any:
+    """An operator, in Python's order of evaluation (``and``/``or``/``if`` and chained
+    comparisons evaluate their later operands only when Python would)."""
+    op, operands = operation.op, operation.operands
+    if op == "and" or op == "or":
+        left = _evaluate(operands[0], table)
+        if truth(left) == (op == "or"):
+            return left
+        return _evaluate(operands[1], table)
+    if op == "if":
+        test = _evaluate(operands[0], table)
+        return _evaluate(operands[1] if truth(test) else operands[2], table)
+    if op == "compare":
+        left = _evaluate(operands[0], table)
+        result: Any = True
+        for index in range(1, len(operands), 2):
+            right = _evaluate(operands[index + 1], table)
+            result = compare_op(operands[index], left, right)
+            if not truth(result):
+                return result
+            left = right
+        return result
+    values = [_evaluate(v, table) for v in operands]
+    if op == "subscript":
+        return subscript(values[0], values[1])
+    if op == "slice":
+        return make_slice(*values)
+    if op == "tuple":
+        return tuple(values)
+    if len(values) == 1:
+        return unary_op(op, values[0])
+    return binary_op(op, values[0], values[1])
 
 
 def _invoke(spec: CallSpec, table: MethodTable) -> Any:

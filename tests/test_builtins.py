@@ -164,6 +164,7 @@ def oracle():
 
 
 _REFUSAL = re.compile(r"^Error during execution: name '(\w+)' is not defined$")
+_IDENTITY_REFUSAL = re.compile(r"^Error during execution: 'is( not)?' between values other than None, True, False")
 
 
 def check_agreement(oracle: Oracle, text: str) -> None:
@@ -181,6 +182,8 @@ def check_agreement(oracle: Oracle, text: str) -> None:
     assert "fatal" not in reference, (text, reference)  # generated texts never exit
     if ours.get("result") == reference.get("result"):
         return
+    if _IDENTITY_REFUSAL.match(ours["result"]):
+        return  # by design: 'is' between values other than None/True/False depends on CPython's constant sharing
     refused = _REFUSAL.match(ours["result"])
     if refused and unicodedata.normalize("NFKC", refused.group(1)) in REFUSED_BUILTINS:
         # Ours refused a builtin that would run: fine, unless CPython failed before running it.
@@ -254,8 +257,10 @@ def literal(draw, depth: int = 0) -> str:
     if kind == "tuple":
         return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
     if kind == "set":
-        # Hashable, with an order independent of the run: ints and tuples of ints.
-        return "{" + ", ".join(str(draw(SMALL_INTS)) for _ in items or [0]) + "}"
+        # Hashable, with an order independent of the run: ints. At most two: CPython folds
+        # a display of three or more constants into a frozenset constant, whose order can
+        # differ (the known gap in tests/test_interp_vs_eval.py).
+        return "{" + ", ".join(str(draw(SMALL_INTS)) for _ in (items or [0])[:2]) + "}"
     keys = draw(st.lists(st.one_of(SMALL_INTS.map(str), TEXTS.map(repr)), min_size=len(items), max_size=len(items)))
     return "{" + ", ".join(f"{k}: {v}" for k, v in zip(keys, items)) + "}"
 
@@ -313,7 +318,25 @@ def format_spec(draw) -> str:
 
 @st.composite
 def operation(draw, depth: int = 0) -> str:
-    shape = draw(st.sampled_from(["binary", "binary", "unary", "percent", "format"]))
+    shape = draw(st.sampled_from(["binary", "binary", "unary", "percent", "format", "compare", "boolean",
+                                  "conditional", "subscript"]))
+    if shape == "compare":
+        parts = [draw(literal(depth + 1))]
+        for _ in range(draw(st.integers(1, 3))):
+            parts.append(draw(st.sampled_from(["==", "!=", "<", "<=", ">", ">=", "in", "not in", "is", "is not"])))
+            parts.append(draw(st.one_of(literal(depth + 1), st.sampled_from(["None", "True", "False"]))))
+        return "(" + " ".join(parts) + ")"
+    if shape == "boolean":
+        return f"({draw(literal(depth + 1))} {draw(st.sampled_from(['and', 'or']))} {draw(literal(depth + 1))})"
+    if shape == "conditional":
+        return f"({draw(literal(depth + 1))} if {draw(literal(depth + 1))} else {draw(literal(depth + 1))})"
+    if shape == "subscript":
+        index = draw(st.one_of(
+            literal(depth + 1), SMALL_INTS.map(str),
+            st.tuples(*[st.sampled_from(["", "0", "1", "-1", "2", "None", "'a'", "10**20"])] * 3)
+            .map(lambda p: f"{p[0]}:{p[1]}:{p[2]}"),
+        ))
+        return f"({draw(literal(depth + 1))})[{index}]"
     if shape == "unary":
         return f"({draw(st.sampled_from(['-', '+', '~', 'not ']))}{draw(literal(depth + 1))})"
     if shape == "percent":
@@ -362,6 +385,8 @@ def call_text(draw) -> str:
 @example(["repr('x%3z' % '')", "repr('x%1900000000z' % '')", "repr('%5.70f|%d' % (1.5, 'x'))",
           "repr(format(1, '20q'))", "repr(format(1.5, '>20.70f'))", "repr(format((0j), '5'))",
           "repr(format((0j), '05'))", "repr(2 ** 332193 % 7)", "repr(2 ** 332193)"])
+@example(["repr(1 is 1)", "repr(None is None)", "repr('abc'[::-1])", "repr((1, 2)[0:1, 2])", "repr({}[1:2])",
+          "repr(1 < 2 < 'a')", "repr(0 and 1 / 0)", "repr([] or 'x')", "repr(1 if [] else 2)", "repr('ab'[10**20])"])
 @example(["repr('%1900000000d' % 1)", "repr('%.3000000f' % 1.0)", "repr('x' * 10 ** 12)", "repr(9 ** 9 ** 9)",
           "repr(format(1, '1900000000d'))", "repr('%99999999999999999999d' % 1)", "repr('%9999999999d' % 'x')"])
 def test_builtin_calls_and_operators_agree_with_eval(oracle: Oracle, texts: list[str]) -> None:

@@ -126,6 +126,18 @@ ACCEPTED = [
     ("invert", "ls(a=~1)", C("ls", a=Operation("~", (1,)))),
     ("double-minus", "ls(a=--1)", C("ls", a=Operation("-", (-1,)))),
     ("minus-string", "ls(a=-'x')", C("ls", a=Operation("-", ("x",)))),
+    # ... and so are comparisons, boolean operators, conditionals and subscripts (lazily, in Python's order)
+    ("comparison", "ls(a=1 < 2)", C("ls", a=Operation("compare", (1, "<", 2)))),
+    ("comparison-chain", "ls(a=1 < x <= 3)", C("ls", a=Operation("compare", (1, "<", NameRef("x"), "<=", 3)))),
+    ("comparison-in", "ls(a='a' not in 'abc')", C("ls", a=Operation("compare", ("a", "not in", "abc")))),
+    ("boolean-and", "ls(a=1 and 2)", C("ls", a=Operation("and", (1, 2)))),
+    ("boolean-or", "ls(a=x or y)", C("ls", a=Operation("or", (NameRef("x"), NameRef("y"))))),
+    ("conditional", "ls(a=1 if x else 2)", C("ls", a=Operation("if", (NameRef("x"), 1, 2)))),
+    ("subscript-index", "ls(a=[1][0])", C("ls", a=Operation("subscript", ([1], 0)))),
+    ("subscript-of-call", "cd(folder=ls()['k'][0])",
+     C("cd", folder=Operation("subscript", (Operation("subscript", (C("ls"), "k")), 0)))),
+    ("subscript-slice", "ls(a='abc'[::-1])", C("ls", a=Operation("subscript", ("abc", Operation("slice", (None, None, -1)))))),
+    ("subscript-tuple-key", "ls(a={}[1, 2])", C("ls", a=Operation("subscript", ({}, Operation("tuple", (1, 2)))))),
 ]
 
 
@@ -153,11 +165,7 @@ REJECTED = [
     ("attribute-value", "ls(a=x.y)", r"attribute access"),
     ("attribute-on-literal", "ls(a=().__class__)", r"attribute access|dunder"),
     ("method-on-string", "ls(a='x'.join([]))", r"attribute access"),
-    ("subscript-value", "ls(a=[1][0])", r"subscript"),
     ("subscript-callee", "f[0](1)", r"subscript"),
-    ("boolean-and", "ls(a=1 and 2)", r"boolean operator"),
-    ("boolean-or", "ls(a=x or y)", r"boolean operator"),
-    ("comparison", "ls(a=1 < 2)", r"comparison"),
     ("lambda-value", "ls(a=lambda: 1)", r"lambda"),
     ("lambda-callee", "(lambda: 1)()", r"lambda"),
     ("list-comprehension", "ls(a=[x for x in y])", r"list comprehension"),
@@ -172,7 +180,6 @@ REJECTED = [
     ("double-star-dict-literal", "ls(**{'a': 1})", r"'\*\*' argument unpacking"),
     ("double-star-in-dict", "ls(a={**b})", r"'\*\*' in a dict"),
     ("walrus", "ls(a=(b := 1))", r"assignment expression"),
-    ("conditional", "ls(a=1 if x else 2)", r"conditional expression"),
     ("ellipsis", "ls(a=...)", r"ellipsis"),
     ("await", "ls(a=await x)", r"await"),
     ("yield", "ls(a=(yield))", r"yield"),
@@ -222,8 +229,8 @@ def test_rejection_is_a_value_error_and_pickles() -> None:
 POSITIONS = [
     # (id, text, regex, "line:column" 1-based, as in the message)
     ("attribute", "ls(a=x.y)", r"attribute access", "1:6"),
-    ("subscript-second-arg", "ls(a=1, b=[1, 2][0])", r"subscript", "1:11"),
-    ("comparison", "ls(a=1, b=2, c=3<4)", r"comparison", "1:16"),
+    ("lambda-second-arg", "ls(a=1, b=lambda: 0)", r"lambda", "1:11"),
+    ("generator", "ls(a=1, b=2, c=(x for x in y))", r"generator", "1:17"),
     ("star-kwargs", "ls(a=1, **kw)", r"'\*\*' argument unpacking", "1:9"),
     ("dunder-after-leading-spaces", "  __import__('os')", r"dunder name", "1:3"),
     ("second-line", "ls(a=1,\n   b=x.y)", r"attribute access", "2:6"),

@@ -634,6 +634,17 @@ BUILTIN_STEPS = [
     ("refused-builtins", ["exec()", "exec(source=ls())", "eval(count())", "open()", "getattr(count(), 5)",
                           "ｅｘｅｃ(cmd=['bash'])"]),
     ("dict-union-of-calls", ["echo(content={'ls': {'a': 1}} | {'cd': {'folder': 'x'}})"]),
+    ("subscripts-of-tool-results", ["cd(folder=ls()['current_directory_content'][0])", "echo(content=ls()['x'])",
+                                    "echo(content=echo(content='abcdef')[1:5:2])", "echo(content=[1, 2][5])",
+                                    "echo(content=cd(folder='a')[0])", "echo(content={}[1:2])",
+                                    "echo(content=(1, 2)[0:1, 2])", "echo(content='abc'[::-1])"]),
+    ("comparisons", ["echo(content=1 < count() < 3)", "echo(content='x.txt' in ls()['current_directory_content'])",
+                     "echo(content=ls() == ls())", "echo(content=None is None)", "echo(content=count() is not None)",
+                     "echo(content=1 < 'a')", "echo(content=[1] < [1, 2] <= [2])"]),
+    ("short-circuits-run-only-what-python-runs", ["echo(content=count() and ls())", "echo(content=0 and ls())",
+                                                  "echo(content=ls() or cd(folder='x'))", "echo(content=0 or fail())",
+                                                  "echo(content=ls() if count() else cd(folder='y'))",
+                                                  "echo(content=1 > 2 > fail())", "echo(content=not count())"]),
 ]
 
 
