@@ -678,8 +678,16 @@ def test_prompting_fast_path_dict_without_comma(decoder):
 
 def test_llama_refuses_what_eval_would_run():
     for text in ['{"name": "ls", "parameters": {"a": __import__("os").getcwd()}}',
-                 '[{"name": "ls", "parameters": {"a": print}}]', "[x for x in ()]", "set()", "(lambda: 1)()"]:
+                 '[{"name": "ls", "parameters": {"a": print}}]', "[x for x in ()]", "(lambda: 1)()",
+                 '[{"name": "ls", "parameters": {"a": exec("1")}}]', '{"name": "ls", "parameters": {"a": "".join("ab")}}']:
         assert our_decode("llama_python_tag", text) == (FAILED, FAILED), text
+
+
+def test_llama_computes_pure_builtins_like_eval():
+    """``set()`` is the empty set in ``eval``: no call, as in the reference (pure builtins:
+    interp/builtins.py; more in tests/test_decoders_eval.py)."""
+    assert our_decode("llama_python_tag", "set()") == ([], [])
+    assert our_decode("llama_python_tag", '{"name": "ls", "parameters": {"a": len("ab")}}')[1] == ["ls(a=2)"]
 
 
 def test_minicpm_does_not_evaluate_arithmetic_on_names():

@@ -2,7 +2,10 @@
 
 Each decoder mirrors one reference decoding path exactly (the handler's
 ``decode_execute``), including which inputs decode to nothing and which fail (a failed
-step is skipped by the scorer). None of them evaluates text.
+step is skipped by the scorer). None of them evaluates text. Identifiers in Python
+text are NFKC-normalised where CPython's parser does it (:func:`.base.identifier`).
+Every decoder is linear in its text: no backtracking regex (tags are cut with
+:func:`.base.tag_blocks`), and libcst only behind :func:`.prompting_cst.check_libcst_input`.
 
 Modules (imports go downwards only: ``registry`` -> families -> ``base``):
 
@@ -15,6 +18,8 @@ Modules (imports go downwards only: ``registry`` -> families -> ``base``):
   (``prompting``, ``gemini_tool_code``, ``phi``, ``nemotron``);
 - :mod:`.python_text` — handlers that ``eval``/``ast.parse`` model text
   (``llama_python_tag``, ``minicpm``);
+- :mod:`.evaluate` — what the reference's ``eval`` of a piece of model text gives, on
+  the pure subset (literals, displays, operators, pure builtins), never running it;
 - :mod:`.functiongemma` — FunctionGemma's own notation;
 - :mod:`.registry` — ``DECODERS`` (name -> pair), ``auto`` and :func:`decode_step`;
 - :mod:`.models` — ``DECODER_OF_HANDLER``: which decoder a model's handler class needs.

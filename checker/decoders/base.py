@@ -12,6 +12,7 @@ records get both functions from :func:`pair`.
 from __future__ import annotations
 
 import json
+import unicodedata
 from typing import Any, Callable, NamedTuple
 
 from bfcl_safe.interp import limits
@@ -27,6 +28,13 @@ CACHED_TEXTS = 2048
 
 class DecodeError(BfclSafeError, ValueError):
     """The step does not decode; the scorer skips it, like the reference."""
+
+
+def identifier(name: str) -> str:
+    """A Python identifier as CPython's parser keeps it: NFKC-normalised unless it is
+    pure ASCII (``ｌｓ`` is ``ls``, ``ﬁnd`` is ``find``). Only identifiers: string
+    literals keep their text."""
+    return name if name.isascii() else unicodedata.normalize("NFKC", name)
 
 
 #: ``(decode, display)``: see the module docstring.
@@ -108,6 +116,28 @@ def pair(items: Callable[[Any], Items]) -> Decoder:
 
     decode.__doc__ = display.__doc__ = items.__doc__
     return decode, display
+
+
+def tag_blocks(text: str, opener: str, closer: str, first_only: bool = False) -> list[str]:
+    """The texts between each ``opener`` and the next ``closer``, left to right, as
+    ``re.findall(opener + "(.*?)" + closer, text, re.DOTALL)`` gives them (the first one
+    only with ``first_only``, as ``re.search``), in linear time: the regex retries every
+    later opener up to the end of the text when no closer follows (quadratic on a line
+    of repeated openers). Once an opener has no closer after it, no later one has."""
+    blocks = []
+    position = 0
+    while True:
+        start = text.find(opener, position)
+        if start < 0:
+            return blocks
+        start += len(opener)
+        end = text.find(closer, start)
+        if end < 0:
+            return blocks
+        blocks.append(text[start:end])
+        if first_only:
+            return blocks
+        position = end + len(closer)
 
 
 def require_text(step: Any, what: str) -> str:

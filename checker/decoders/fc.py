@@ -130,8 +130,8 @@ def items_cohere(step: Any) -> Items:
 
 def items_mining(step: Any) -> Items:
     """Mining / DM-Cito: a list of xLAM objects as data; non-objects are skipped."""
-    if isinstance(step, dict):
-        return []  # iterated by key: no element is an object
+    if isinstance(step, (dict, str)):
+        return []  # iterated by key or by character: no element is an object
     if not isinstance(step, (list, str, tuple)):
         raise DecodeError(f"a step must be a list, not {type(step).__name__}")
     return name_arguments(list(step))

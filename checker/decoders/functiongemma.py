@@ -7,10 +7,16 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from bfcl_safe.checker.decoders.base import Decoder, Items, pair, render, require_text
+from bfcl_safe.checker.decoders.base import DecodeError, Decoder, Items, pair, render, require_text, tag_blocks
+from bfcl_safe.interp import budget
+from bfcl_safe.interp.builtins import COMPUTED_SIZE
 
-_GEMMA_CALL = re.compile(r"<start_function_call>(.*?)<end_function_call>", re.DOTALL)
 _GEMMA_ESCAPE = "<escape>"
+_GEMMA_TOKEN = re.compile(r"<escape>|[{}\[\]:,]")
+#: The reference renders the arguments with ``repr``, which raises ``RecursionError``
+#: (the step fails) past the interpreter's default recursion limit: deeper nesting is
+#: refused while reading, before the containers are built.
+REPR_DEPTH = 1000
 _GEMMA_PREFIX = "call:"
 
 
@@ -47,18 +53,25 @@ class _GemmaArguments:
         self.chars: list[str] = []
 
     def read(self, text: str) -> dict:
+        """The arguments: the first top-level value if it is a dict, else ``{}``. Reading
+        stops once that value is closed (nothing after it can reach it); a dict nested
+        deeper than :data:`REPR_DEPTH` fails the step, as the reference's ``repr`` does."""
         position = 0
-        while position < len(text):
-            if text.startswith(_GEMMA_ESCAPE, position):
-                position = self._escaped(text, position)
-                continue
-            char = text[position]
-            if char in "{}[]:,":
-                self._flush()
-                self._punctuation(char)
+        while True:
+            token = _GEMMA_TOKEN.search(text, position)
+            if token is None:
+                self.chars.append(text[position:])
+                break
+            if token.start() > position:
+                self.chars.append(text[position : token.start()])
+            if token.group() == _GEMMA_ESCAPE:
+                position = self._escaped(text, token.start())
             else:
-                self.chars.append(char)
-            position += 1
+                self._flush()
+                self._punctuation(token.group())
+                position = token.end()
+            if len(self.open) == 1 and self.top:
+                break
         self._flush()
         first = self.top[0] if self.top else None
         return first if isinstance(first, dict) else {}
@@ -82,6 +95,7 @@ class _GemmaArguments:
                 self._put(_gemma_scalar(word))
 
     def _put(self, value: Any) -> None:
+        budget.charge(COMPUTED_SIZE, 1)  # one value made from model text (~100x its bytes for "[")
         target = self.open[-1]
         if isinstance(target, list):
             target.append(value)
@@ -96,6 +110,8 @@ class _GemmaArguments:
     def _punctuation(self, char: str) -> None:
         if char in "{[":
             container: Any = {} if char == "{" else []
+            if len(self.open) > REPR_DEPTH:
+                raise DecodeError(f"FunctionGemma arguments nested deeper than {REPR_DEPTH} (the reference's repr fails)")
             self._put(container)
             self.open.append(container)
             if char == "{":
@@ -119,7 +135,7 @@ def items_functiongemma(step: Any) -> Items:
     """FunctionGemma: ``<start_function_call>call:name{args}<end_function_call>`` blocks;
     a block without the ``call:`` prefix is skipped, one without ``{`` has no arguments."""
     out: Items = []
-    for block in _GEMMA_CALL.findall(require_text(step, "FunctionGemma")):
+    for block in tag_blocks(require_text(step, "FunctionGemma"), "<start_function_call>", "<end_function_call>"):
         block = block.strip()
         if not block.startswith(_GEMMA_PREFIX):
             continue

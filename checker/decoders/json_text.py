@@ -11,7 +11,6 @@ Text is read with ``json.loads`` only.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from bfcl_safe.checker.decoders.base import (
@@ -26,6 +25,7 @@ from bfcl_safe.checker.decoders.base import (
     pair,
     render,
     require_text,
+    tag_blocks,
 )
 from bfcl_safe.interp.execute import Call
 from bfcl_safe.interp.fc import fc_call, reference_text
@@ -93,16 +93,13 @@ def items_falcon(step: Any) -> Items:
     return name_arguments_strict(as_list(load_json(body)))
 
 
-_QWEN_BLOCK = re.compile(r"<tool_call>\n(.*?)\n</tool_call>", re.DOTALL)
-
-
 def items_qwen_tool_call(step: Any) -> Items:
     """Qwen FC, Granite 4, Nanbeige FC, Pelican-VL FC: every ``<tool_call>\\n{json}\\n</tool_call>``
     block; blocks that are not JSON are dropped; every kept block must be an object with
     ``name`` and ``arguments`` (arguments may be JSON text)."""
     text = require_text(step, "<tool_call>")
     blocks = []
-    for block in _QWEN_BLOCK.findall(text):
+    for block in tag_blocks(text, "<tool_call>\n", "\n</tool_call>"):
         try:
             blocks.append(json.loads(block))
         except (ValueError, RecursionError):

@@ -17,17 +17,16 @@ step fails otherwise.
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 from typing import Any, Callable
 
-from bfcl_safe.checker.decoders.base import CACHED_STEP_LENGTH, CACHED_TEXTS, DecodeError, Decoder, require_text
-from bfcl_safe.checker.decoders.prompting_cst import prompting_calls
+from bfcl_safe.checker.decoders.base import CACHED_STEP_LENGTH, CACHED_TEXTS, DecodeError, Decoder, require_text, tag_blocks
+from bfcl_safe.checker.decoders.prompting_cst import check_libcst_input, prompting_calls
 from bfcl_safe.interp import limits
 from bfcl_safe.interp.errors import RejectedInput
 from bfcl_safe.interp.execute import Call
 from bfcl_safe.interp.fastparse import parse_tree
-from bfcl_safe.interp.text import bracket_depth, python_syntax_error
+from bfcl_safe.interp.text import python_syntax_error
 
 
 def render_nested(value: Any) -> str:
@@ -69,10 +68,7 @@ def _prompting_calls(step: Any) -> list[dict]:
     if python_syntax_error(text) is not None:
         # The reference's ast.parse fails on it too (chat text, mostly): nothing to decode.
         raise DecodeError("not Python call syntax")
-    if len(text) > limits.MAX_LIBCST_SOURCE_LENGTH:
-        raise DecodeError("step text outside the simple subset and too long for libcst")
-    if bracket_depth(text) > limits.MAX_NESTING_DEPTH:  # guards libcst's recursion
-        raise DecodeError("step text nested too deeply")
+    check_libcst_input(text)
     return prompting_calls(text)
 
 
@@ -178,13 +174,10 @@ def _phi(step: Any) -> Any:
     return text
 
 
-_NEMOTRON = re.compile(r"<TOOLCALL>(.*?)</TOOLCALL>", re.DOTALL)
-
-
 def _nemotron(step: Any) -> Any:
     """Nemotron: the first ``<TOOLCALL>...</TOOLCALL>`` as prompting text (none: no call)."""
-    found = _NEMOTRON.search(require_text(step, "Nemotron"))
-    return None if found is None else found.group(1)
+    found = tag_blocks(require_text(step, "Nemotron"), "<TOOLCALL>", "</TOOLCALL>", first_only=True)
+    return found[0] if found else None
 
 
 def _variant(transform: Callable[[Any], Any]) -> Decoder:

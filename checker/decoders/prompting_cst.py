@@ -1,39 +1,125 @@
 """The prompting decoder's libcst half: used when a step is outside the fast subset.
 
 Mirrors the reference's ``ast_parse`` + ``resolve_ast_call``/``resolve_ast_by_type``
-on libcst nodes (see :mod:`~bfcl_safe.checker.decoders.prompting`), and holds the
-literal arithmetic shared with :mod:`~bfcl_safe.checker.decoders.python_text`:
-:func:`arithmetic`, :func:`is_constant`/:func:`constant`, :func:`resolve_call`,
-:func:`guarded`.
+on libcst nodes (see :mod:`~bfcl_safe.checker.decoders.prompting`); the binary
+operations the reference ``eval``s go to :mod:`~bfcl_safe.checker.decoders.evaluate`.
+Identifiers are NFKC-normalised as CPython's parser does (``ｌｓ(a=ｗｏｒｋｓｐａｃｅ)``
+is ``ls(a='workspace')`` there). Shared with MiniCPM's decoder: :func:`resolve_call`,
+and :func:`check_libcst_input`, the guard in front of libcst.
 """
 
 from __future__ import annotations
 
 import ast
-import operator
+import re
 from typing import Any, Callable
 
 import libcst as cst
 
-from bfcl_safe.checker.decoders.base import DecodeError
+from bfcl_safe.checker.decoders.base import DecodeError, identifier
+from bfcl_safe.checker.decoders.evaluate import evaluate
 from bfcl_safe.interp import limits
+from bfcl_safe.interp.text import bracket_depth
 
 _CONSTANT_NODES = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString)
 _NAMED_CONSTANTS = {"True": True, "False": False, "None": None}
 _EMPTY = cst.Module(body=[])
 
 
+# ------------------------------------------------------------------ the guard
+
+#: String literals (with their prefix) and comments, found the way ``bracket_depth``
+#: finds them (an unterminated string runs to the end); linear: no nested repeats.
+_STRING_OR_COMMENT = re.compile(
+    r"""(?:(?<![\w])(?P<prefix>[rRbBuUfF]{1,2}))?(?P<string>
+        '\'\'[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*(?:'\'\'|\Z)
+      |\"\"\"[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*(?:\"\"\"|\Z)
+      |'[^'\\\n]*(?:\\.[^'\\\n]*)*(?:'|\Z|(?=\n))
+      |"[^"\\\n]*(?:\\.[^"\\\n]*)*(?:"|\Z|(?=\n)))
+    |\#[^\n]*""",
+    re.VERBOSE | re.DOTALL,
+)
+_BRACES = re.compile(r"[{}]")
+#: f-strings inside f-string fields, deeper than this, count as too deep (CPython 3.11
+#: allows four: each level needs a quote kind of its own).
+_MAX_FSTRING_LEVELS = 8
+
+
+def _replacement_fields(body: str) -> str:
+    """The ``{...}`` fields of an f-string body, comma-separated (a separator ends an
+    operator chain, as between arguments); ``{{``/``}}`` are literal braces."""
+    fields = []
+    depth = start = position = 0
+    while True:
+        brace = _BRACES.search(body, position)
+        if brace is None:
+            break
+        at, char = brace.start(), brace.group()
+        position = at + 1
+        if depth == 0:
+            if body.startswith(char * 2, at):
+                position = at + 2  # a doubled brace: literal text
+            elif char == "{":
+                depth, start = 1, at
+            continue
+        depth += 1 if char == "{" else -1
+        if depth == 0:
+            fields.append(body[start:position])
+    if depth:
+        fields.append(body[start:])
+    return ", ".join(fields)
+
+
+def libcst_depth(text: str, level: int = 0) -> int:
+    """:func:`~bfcl_safe.interp.text.bracket_depth` with f-strings looked into: libcst
+    parses the expressions of an f-string's fields (``f'{x[0][0]...}'``: a subscript chain
+    that costs libcst seconds), which ``bracket_depth`` skips as string text. Each
+    f-string adds its fields' own depth (an upper bound: as if it sat at the text's
+    deepest level). Linear: every character is scanned once per f-string level."""
+    depth = bracket_depth(text)
+    if "{" not in text:
+        return depth
+    deepest_fstring = 0
+    for token in _STRING_OR_COMMENT.finditer(text):
+        prefix = token.group("prefix")
+        if not prefix or "f" not in prefix.lower():
+            continue
+        if level >= _MAX_FSTRING_LEVELS:
+            return limits.MAX_NESTING_DEPTH + 1
+        literal = token.group("string")
+        quote = literal[:3] if literal[:3] in ("'''", '"""') else literal[:1]
+        body = literal[len(quote):]
+        if body.endswith(quote):
+            body = body[: -len(quote)]
+        inner = 1 + libcst_depth(_replacement_fields(body), level + 1)
+        deepest_fstring = max(deepest_fstring, inner)
+    return depth + deepest_fstring
+
+
+def check_libcst_input(text: str) -> None:
+    """Refuse, before libcst sees it, a text that would cost libcst long or recurse
+    deeply: longer than ``MAX_LIBCST_SOURCE_LENGTH`` or deeper (:func:`libcst_depth`)
+    than ``MAX_NESTING_DEPTH``."""
+    if len(text) > limits.MAX_LIBCST_SOURCE_LENGTH:
+        raise DecodeError("step text outside the simple subset and too long for libcst")
+    if libcst_depth(text) > limits.MAX_NESTING_DEPTH:
+        raise DecodeError("step text nested too deeply")
+
+
+# ------------------------------------------------------------------ the nodes
+
+
 def _code(node: cst.CSTNode) -> str:
     return _EMPTY.code_for_node(node)
 
 
-def is_constant(node: cst.CSTNode) -> bool:
+def _is_constant(node: cst.CSTNode) -> bool:
     return isinstance(node, (*_CONSTANT_NODES, cst.Ellipsis)) or (
         isinstance(node, cst.Name) and node.value in _NAMED_CONSTANTS
     )
 
 
-def constant(node: cst.CSTNode) -> Any:
+def _constant(node: cst.CSTNode) -> Any:
     if isinstance(node, cst.Ellipsis):
         return ...
     if isinstance(node, cst.Name):
@@ -57,79 +143,22 @@ def _unparse(code: str, pick: Callable[[ast.AST], str]) -> str:
         raise DecodeError(f"cannot render {code!r}: {exc}") from None
 
 
-_BINARY = {
-    cst.Add: operator.add, cst.Subtract: operator.sub, cst.Multiply: operator.mul,
-    cst.Divide: operator.truediv, cst.FloorDivide: operator.floordiv, cst.Modulo: operator.mod,
-    cst.Power: operator.pow, cst.LeftShift: operator.lshift, cst.RightShift: operator.rshift,
-    cst.BitAnd: operator.and_, cst.BitOr: operator.or_, cst.BitXor: operator.xor,
-}
-MAX_ARITHMETIC_SIZE = 100_000
-
-
-def _arithmetic_operand(node: cst.CSTNode) -> Any:
-    if is_constant(node):
-        return constant(node)
-    if isinstance(node, cst.BinaryOperation):
-        return arithmetic(node)
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus, cst.BitInvert, cst.Not)):
-        value = _arithmetic_operand(node.expression)
-        op = {cst.Minus: operator.neg, cst.Plus: operator.pos, cst.BitInvert: operator.invert, cst.Not: operator.not_}
-        return guarded(op[type(node.operator)], value)
-    if isinstance(node, (cst.List, cst.Tuple)) and all(isinstance(e, cst.Element) for e in node.elements):
-        items = [_arithmetic_operand(e.value) for e in node.elements]
-        return items if isinstance(node, cst.List) else tuple(items)
-    raise DecodeError(f"arithmetic on {type(node).__name__} is not evaluated (the reference would run it)")
-
-
-def guarded(fn: Callable, *values: Any) -> Any:
+def _negated(value: Any) -> Any:
     try:
-        return fn(*values)
-    except Exception as exc:  # noqa: BLE001 - the reference's eval fails: the step fails
-        raise DecodeError(f"arithmetic failed: {exc}") from None
-
-
-def _size(value: Any) -> int:
-    """Digits of an int; characters of a string; for a list or tuple, its elements and
-    their sizes (a shared element once per appearance: that is what gets rendered).
-    Operands passed this check before, so measuring them is bounded too."""
-    if isinstance(value, int):
-        return value.bit_length() // 3
-    if isinstance(value, (str, bytes)):
-        return len(value)
-    if isinstance(value, (list, tuple)):
-        return len(value) + sum(_size(item) for item in value)
-    return 1
-
-
-def arithmetic(node: cst.BinaryOperation) -> Any:
-    op = _BINARY.get(type(node.operator))
-    if op is None:
-        raise DecodeError("operator not evaluated")
-    left, right = _arithmetic_operand(node.left), _arithmetic_operand(node.right)
-    if op is operator.pow and isinstance(right, (int, float)) and not isinstance(left, complex):
-        if abs(right) * max(1, _size(left)) > MAX_ARITHMETIC_SIZE:
-            raise DecodeError("power too large to compute")
-    if op is operator.lshift and isinstance(right, int) and right > MAX_ARITHMETIC_SIZE * 3:
-        raise DecodeError("shift too large to compute")
-    if op is operator.mul:
-        for a, b in ((left, right), (right, left)):
-            if isinstance(a, (str, bytes, list, tuple)) and isinstance(b, int) and b * max(1, _size(a)) > MAX_ARITHMETIC_SIZE:
-                raise DecodeError("repetition too large to compute")
-    value = guarded(op, left, right)
-    if _size(value) > MAX_ARITHMETIC_SIZE:
-        raise DecodeError("arithmetic result too large")
-    return value
+        return -value
+    except TypeError as exc:  # -'text': the reference's resolve fails the step too
+        raise DecodeError(f"TypeError: {exc}") from None
 
 
 def _resolve_value(node: cst.CSTNode) -> Any:
-    if is_constant(node):
-        value = constant(node)
+    if _is_constant(node):
+        value = _constant(node)
         return "..." if value is ... else value
     if isinstance(node, cst.UnaryOperation):
         # The reference computes ``-operand.value`` whatever the operator.
-        if not is_constant(node.expression):
+        if not _is_constant(node.expression):
             raise DecodeError("unary operator on a non-constant")
-        return guarded(operator.neg, constant(node.expression))
+        return _negated(_constant(node.expression))
     if isinstance(node, cst.List):
         return [_resolve_element(e) for e in node.elements]
     if isinstance(node, cst.Tuple):
@@ -146,9 +175,9 @@ def _resolve_value(node: cst.CSTNode) -> Any:
                 raise DecodeError(str(exc)) from None
         return out
     if isinstance(node, cst.BinaryOperation):
-        return arithmetic(node)
+        return evaluate(node)  # the reference ``eval``s it
     if isinstance(node, cst.Name):
-        return node.value
+        return identifier(node.value)  # bare names become strings
     if isinstance(node, cst.Call):
         if not any(arg.keyword is not None or arg.star == "**" for arg in node.args):
             return _unparse(_code(node), ast.unparse)
@@ -168,10 +197,10 @@ def _call_name(node: cst.Call) -> str:
     parts = []
     func = node.func
     while isinstance(func, cst.Attribute):
-        parts.append(func.attr.value)
+        parts.append(identifier(func.attr.value))
         func = func.value
     if isinstance(func, cst.Name):
-        parts.append(func.value)
+        parts.append(identifier(func.value))
     return ".".join(reversed(parts))
 
 
@@ -182,7 +211,7 @@ def resolve_call(node: cst.Call) -> dict:
         if arg.keyword is not None:
             seen_keyword = True
             # ast.parse accepts a repeated keyword (compile would not): the last value wins.
-            arguments[arg.keyword.value] = _resolve_value(arg.value)
+            arguments[identifier(arg.keyword.value)] = _resolve_value(arg.value)
         elif arg.star == "**":
             seen_keyword = True
             arguments[None] = _resolve_value(arg.value)

@@ -2,11 +2,11 @@
 and ``minicpm`` (``ast.parse``), with their libcst halves.
 
 - :func:`literal_value` stands in for the ``eval(text)`` of the Llama 3.1 handler:
-  literal displays, and arithmetic on literals within limits, are computed; anything
-  that would make ``eval`` look up a name or run code (calls, attributes, bare names
-  other than True/False/None, comprehensions, f-strings, lambdas, ...) fails the step.
-  This is where we knowingly differ from the reference: for such text it runs the
-  model's code (or raises ``NameError``), we refuse.
+  :func:`~bfcl_safe.checker.decoders.evaluate.evaluate` computes literals, displays,
+  operators (``{...} | {...}`` is a dict union: Llama's `` | ``-joined calls decode to
+  the last one, as in the reference) and pure builtins; anything that would make
+  ``eval`` look up a name or run code fails the step. This is where we knowingly
+  differ from the reference: for such text it runs the model's code, we refuse.
 - :func:`statement_calls` stands in for the MiniCPM handler's ``ast.parse`` (module
   mode) + ``resolve_ast_call`` on every statement; like the reference, any failure
   means "no calls" (its ``except:`` catches everything).
@@ -15,7 +15,6 @@ and ``minicpm`` (``ast.parse``), with their libcst halves.
 from __future__ import annotations
 
 import ast
-import operator
 from typing import Any
 
 import libcst as cst
@@ -30,60 +29,17 @@ from bfcl_safe.checker.decoders.base import (
     render,
     require_text,
 )
-from bfcl_safe.checker.decoders.prompting_cst import arithmetic, constant, guarded, is_constant, resolve_call
-from bfcl_safe.interp import limits
-from bfcl_safe.interp.text import bracket_depth
-
-_UNARY = {cst.Minus: operator.neg, cst.Plus: operator.pos, cst.BitInvert: operator.invert, cst.Not: operator.not_}
-
+from bfcl_safe.checker.decoders.evaluate import evaluate
+from bfcl_safe.checker.decoders.prompting_cst import check_libcst_input, resolve_call
 
 def _guard(text: str, mode: str) -> None:
     """Limits first (libcst is slow on long texts and recurses per level), then the
     reference's own syntax check: ``ast.parse`` only builds a tree, nothing runs."""
-    if len(text) > limits.MAX_LIBCST_SOURCE_LENGTH:
-        raise DecodeError("step text too long to parse")
-    if bracket_depth(text) > limits.MAX_NESTING_DEPTH:
-        raise DecodeError("step text nested too deeply")
+    check_libcst_input(text)
     try:
         ast.parse(text, mode=mode)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         raise DecodeError(f"not Python syntax: {exc}") from None
-
-
-def _elements(node: cst.List | cst.Tuple | cst.Set) -> list:
-    values = []
-    for element in node.elements:
-        if not isinstance(element, cst.Element):
-            raise DecodeError("starred element: not evaluated")
-        values.append(_literal(element.value))
-    return values
-
-
-def _literal(node: cst.CSTNode) -> Any:
-    if is_constant(node):
-        return constant(node)
-    if isinstance(node, cst.List):
-        return _elements(node)
-    if isinstance(node, cst.Tuple):
-        return tuple(_elements(node))
-    if isinstance(node, cst.Set):
-        return guarded(set, _elements(node))  # an unhashable element: TypeError, as eval
-    if isinstance(node, cst.Dict):
-        out: dict = {}
-        for element in node.elements:
-            if not isinstance(element, cst.DictElement):
-                raise DecodeError("'**' in a dict: not evaluated")
-            key = _literal(element.key)
-            value = _literal(element.value)
-            guarded(out.__setitem__, key, value)
-        return out
-    if isinstance(node, cst.UnaryOperation):
-        return guarded(_UNARY[type(node.operator)], _literal(node.expression))
-    if isinstance(node, cst.BinaryOperation):
-        return arithmetic(node)
-    if isinstance(node, cst.Name):
-        raise DecodeError(f"bare name {node.value!r}: the reference would look it up; refused")
-    raise DecodeError(f"{type(node).__name__} is not a literal: the reference would evaluate it; refused")
 
 
 def literal_value(text: str) -> Any:
@@ -94,10 +50,7 @@ def literal_value(text: str) -> Any:
         node = cst.parse_expression(source)
     except (cst.ParserSyntaxError, RecursionError) as exc:
         raise DecodeError(f"not a Python expression: {str(exc).splitlines()[0]}") from None
-    try:
-        return _literal(node)
-    except RecursionError:
-        raise DecodeError("literal nested too deeply") from None
+    return evaluate(node)
 
 
 #: Statements whose ``value`` the reference reads (every other statement has none).

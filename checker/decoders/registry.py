@@ -36,17 +36,40 @@ def display_auto(step: Any) -> list[str]:
     return _auto(step, fc.display_fc, json_text.display_json, prompting.display_prompting)
 
 
+#: What a decoder may raise besides DecodeError on hostile input (an odd value deep in
+#: a library: a lone surrogate reaching an encoder, a recursion limit, ...): the step
+#: does not decode. The entry's BudgetExceeded passes through (it is no DecodeError).
+_STRAYS = (ValueError, TypeError, AttributeError, KeyError, IndexError, RecursionError, RejectedInput)
+
+
+def _only_decode_errors(function: Callable[[Any], list]) -> Callable[[Any], list]:
+    def run(step: Any) -> list:
+        try:
+            return function(step)
+        except DecodeError:
+            raise
+        except RejectedInput as exc:
+            raise DecodeError(str(exc)) from None
+        except _STRAYS as exc:
+            raise DecodeError(f"{type(exc).__name__}: {exc}") from None
+
+    run.__doc__ = function.__doc__
+    return run
+
+
 def _merged(*families: dict[str, Decoder]) -> dict[str, Decoder]:
     out: dict[str, Decoder] = {}
     for family in families:
-        for name, decoder in family.items():
+        for name, (decode, display) in family.items():
             if name in out:
                 raise AssertionError(f"decoder {name!r} is registered twice")
-            out[name] = decoder
+            out[name] = (_only_decode_errors(decode), _only_decode_errors(display))
     return out
 
 
 #: Decoder name -> (decode, display); see :mod:`~bfcl_safe.checker.decoders.base`.
+#: Both functions return a list or raise :class:`DecodeError` (or the entry's
+#: ``BudgetExceeded``), whatever the step.
 DECODERS: dict[str, Decoder] = _merged(
     {"auto": (decode_auto, display_auto)},
     fc.DECODERS,
@@ -59,12 +82,4 @@ DECODERS: dict[str, Decoder] = _merged(
 
 def decode_step(step: Any, decoder: str = "auto") -> list[Call]:
     """Decode one step; :class:`DecodeError` when the reference's decoding would fail."""
-    decode = DECODERS[decoder][0]
-    try:
-        return decode(step)
-    except DecodeError:
-        raise
-    except RejectedInput as exc:
-        raise DecodeError(str(exc)) from None
-    except (ValueError, TypeError, AttributeError, KeyError, IndexError, RecursionError) as exc:
-        raise DecodeError(f"{type(exc).__name__}: {exc}") from None
+    return DECODERS[decoder][0](step)
