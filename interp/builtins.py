@@ -19,7 +19,12 @@ Public API (used by the interpreter's executor and by the eval-emulating decoder
   ``exec() takes at least 1 positional argument (0 given)``).
 - :func:`binary_op(op, left, right) <binary_op>` and :func:`unary_op(op, operand) <unary_op>`
   — ``op`` is the operator's source text (``"+"``, ``"%"``, ``"**"``, ``"|"``, ``"not"``, ...).
-- :func:`check_plain`, :func:`check_depth`, :func:`value_size` — the checks themselves.
+- :func:`compare_op(op, left, right) <compare_op>` (one comparison: ``"=="``, ``"<"``,
+  ``"in"``, ``"is"`` against None/True/False ...), :func:`truth` (``bool`` for ``and``/``or``/
+  ``if``), :func:`subscript(value, key) <subscript>` with :func:`make_slice` for ``[a:b:c]``.
+- :func:`check_plain`, :func:`check_depth`, :func:`value_size`, :func:`rendered_size` — the
+  checks themselves (``check_depth`` is what to call on model-given JSON arguments before
+  anything copies them).
 
 Errors, in the order a caller must catch them:
 

@@ -7,10 +7,11 @@ rejected. Tests check that the fast path, when it answers, answers exactly what 
 libcst path gives.
 
 Accepted: one call of a plain name, whose arguments are literals (numbers, strings,
-bytes, ``True``/``False``/``None``, lists, tuples, dicts, sets), unary ``-``/``+``
-on a number, bare names (which fail at run time with ``NameError`` as under
-``eval``) and nested calls of the same form. That is every string the reference's
-ground truth and decoders produce.
+bytes, ``True``/``False``/``None``, lists, tuples, dicts, sets), bare names (which fail
+at run time with ``NameError`` as under ``eval``), nested calls of the same form, and
+operators, comparisons, ``and``/``or``/``if``-``else`` and subscripts over them
+(computed at run time on plain values by :mod:`interp.builtins`, sizes checked first).
+Ground truth and the decoders' texts use only the literal part.
 """
 
 from __future__ import annotations
