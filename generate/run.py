@@ -132,24 +132,32 @@ def run_plan(plan: Plan, dataset: Any, client: Completion, *, num_threads: int =
 
     pending = list(reversed(plan.ids))
     in_flight: dict[Future, str] = {}
+    width = max(1, num_threads)
+    pool = ThreadPoolExecutor(max_workers=width, thread_name_prefix="bfcl-safe-generate")
     try:
-        with ThreadPoolExecutor(max_workers=max(1, num_threads), thread_name_prefix="bfcl-safe-generate") as pool:
-            while pending or in_flight:
-                while pending and len(in_flight) < max(1, num_threads) and not (stop and stop.is_set()):
-                    entry_id = pending.pop()
-                    in_flight[pool.submit(one, entry_id)] = entry_id
-                if not in_flight:
-                    break
-                done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
-                for future in done:
-                    entry_id = in_flight.pop(future)
-                    line = future.result()
-                    writer.write(line)
-                    summary.written += 1
-                    if isinstance(line.get("result"), str):
-                        summary.errors += 1
-                    if progress is not None:
-                        progress(entry_id, line)
+        while pending or in_flight:
+            while pending and len(in_flight) < width and not (stop and stop.is_set()):
+                entry_id = pending.pop()
+                in_flight[pool.submit(one, entry_id)] = entry_id
+            if not in_flight:
+                break
+            done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+            for future in done:
+                entry_id = in_flight.pop(future)
+                line = future.result()
+                writer.write(line)
+                summary.written += 1
+                if isinstance(line.get("result"), str):
+                    summary.errors += 1
+                if progress is not None:
+                    progress(entry_id, line)
+    except BaseException:
+        # Ctrl-C or a failure: start nothing more and do not wait for the entries in
+        # flight (their lines are lost, as the module docstring says).
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    else:
+        pool.shutdown(wait=True)
     finally:
         writer.finish()
         summary.paths = sorted(writer.paths)

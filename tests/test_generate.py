@@ -109,6 +109,14 @@ PROMPTING_STEPS = {
     "positional_dropped": "cd('x', folder='y')",
     "none": None,
     "quoted": "'ls()'",
+    "empty_dict_argument": "ls(a={})",
+    "unhashable_key": "ls(a={[1]: 2})",
+    "negated_string": "ls(a=-'x')",
+    "negated_name": "ls(a=-x)",
+    "attribute_argument": "ls(a=b.c)",
+    "name_in_arithmetic": "ls(a=(x + 1) + y)",
+    "starred_dict": "ls(a={**b})",
+    "element_not_a_call_after_a_call": "[ls(a=b.c), 3]",
 }
 
 
@@ -124,7 +132,17 @@ def _our_outcome(step, mode):
     return ("error", decoded) if isinstance(decoded, str) else ("ok", decoded[0])
 
 
-@pytest.mark.parametrize("step", list(PROMPTING_STEPS.values()), ids=list(PROMPTING_STEPS))
+# Found by tests/test_generate_properties.py; in checker/decoders (the scorer decodes alike),
+# kept visible as a strict xfail: a constant as the called name is dropped by the
+# reference (its name is ""), kept by ours.
+PROMPTING_KNOWN_DIFFERENCES = {"constant_as_call_name": "[True()]"}
+
+
+@pytest.mark.parametrize("step", [
+    *PROMPTING_STEPS.values(),
+    *(pytest.param(v, marks=pytest.mark.xfail(strict=True, reason="decoder keeps a constant's name"))
+      for v in PROMPTING_KNOWN_DIFFERENCES.values()),
+], ids=[*PROMPTING_STEPS, *PROMPTING_KNOWN_DIFFERENCES])
 def test_prompting_decoding_and_its_errors_are_the_references(step):
     utils = import_reference("model_handler.utils")
     assert _our_outcome(step, "prompting") == _reference_outcome(utils.default_decode_execute_prompting, step)
@@ -546,3 +564,26 @@ def test_the_generate_example_scores_full_marks_on_ground_truth(dataset):
     assert example.main(["--data", str(dataset.location), "multi_turn_base_3", "multi_turn_miss_param_5"],
                         log=lines.append) == 0
     assert lines[-1] == "2/2 entries passed"
+
+
+def test_ctrl_c_stops_at_once_and_says_what_was_written(dataset, tmp_path):
+    ids = [f"{BASE}_{n}" for n in range(10)]
+    script = EntryScript(dataset, dataset.ids(BASE), "fc", truth_policy)
+    path = result_path(tmp_path / "run", "killed_model", BASE)
+    with ScriptedServer(slow(script, 0.3)) as server:
+        child = subprocess.Popen(_command(server, tmp_path, tmp_path / "run", ids),
+                                 env={**os.environ, "PYTHONPATH": str(ROOT)},
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and child.poll() is None:
+            if path.exists() and path.read_bytes().count(b"\n") >= 1:
+                break
+            time.sleep(0.05)
+        child.send_signal(signal.SIGINT)
+        _out, err = child.communicate(timeout=60)
+    assert child.returncode == 130, err
+    assert "Interrupted:" in err and "Run the same command again to resume" in err
+    assert "Traceback" not in err
+    written = existing_ids(path)
+    assert 1 <= len(written) < len(ids)
+    assert [json.loads(x)["id"] for x in path.read_text().splitlines()] == sorted(written, key=lambda i: int(i.rsplit("_", 1)[1]))
