@@ -118,6 +118,10 @@ def generate(ctx: click.Context, model: str, base_url: str | None, api_key_env: 
     plan = plan_run(dataset, model=model, mode=mode, categories=chosen, ids=wanted_ids, result_dir=result_dir,
                     temperature=temperature, allow_overwrite=allow_overwrite)
     where = plan.result_dir / plan.folder
+    handler = getattr(dataset.models().get(model), "model_handler", None) if plan.registered else None
+    if handler is not None and handler != "OpenAICompletionsHandler":
+        click.echo(f"note: BFCL plays {shown(model)} with its {shown(handler)}; bfcl-safe plays every model over "
+                   "chat completions as BFCL's OpenAICompletionsHandler does (same mode and API name)", err=True)
     click.echo(f"{shown(plan.name)}: {plan.model.mode} mode, model {shown(plan.model.api_name)!r} at {shown(base_url)}"
                f"{'' if plan.registered else ' (not in the registry)'}; {len(plan.ids)} entries to play, "
                f"{plan.skipped} already in {shown(where)}", err=True)

@@ -34,17 +34,12 @@ import attrs
 from bfcl_safe.checker import openai_format
 from bfcl_safe.checker.contract import category_of
 from bfcl_safe.checker.decoders import DecodeError, decode_step, DECODERS
-from bfcl_safe.checker import episode as _episode
-from bfcl_safe.checker.episode import MAXIMUM_STEP_LIMIT
+from bfcl_safe.checker.episode import MAXIMUM_STEP_LIMIT, Side
 from bfcl_safe.generate.prompting import fc_decode_error, prompting_decode_error, system_prompt, with_system_prompt
 from bfcl_safe.interp import budget as budgets
 from bfcl_safe.interp.errors import BfclSafeError
 
 MODES = ("fc", "prompting")
-
-#: The backends of one side of an entry (``checker.episode.Side``; ``Episode`` in
-#: trees from before the play API moved to ``checker/play.py``).
-_Side = getattr(_episode, "Side", None) or _episode.Episode
 
 #: Backends whose state BFCL leaves out of the inference log (``STATELESS_CLASSES``).
 STATELESS_CLASSES = frozenset({"MathAPI"})
@@ -105,7 +100,7 @@ def serializable(value: Any) -> Any:
     return value
 
 
-def _state_log(episode: Any) -> list[dict]:
+def _state_log(episode: Side) -> list[dict]:
     out = []
     for class_name, instance in episode.instances.items():
         if class_name in STATELESS_CLASSES:
@@ -181,7 +176,7 @@ def _play(entry, prompt, model, client, templates, long_context_data, exclude_st
     category = category_of(entry_id)
     fc = model.mode == "fc"
     long_context = "long_context" in category or "composite" in category
-    episode = _Side.create(entry, owner=model.owner, long_context=long_context,
+    episode = Side.create(entry, owner=model.owner, long_context=long_context,
                              long_context_data=long_context_data)
     docs, missed = openai_format.inference_docs(prompt)
     questions = [list(turn) for turn in copy.deepcopy(entry["question"])]
