@@ -207,7 +207,7 @@ class TwitterAPI:
         tweet = self.tweets[tweet_id]
         target = tweet.get("mentions") if isinstance(tweet, dict) else None
         growth.store(mentioned_usernames, records=0, spread=True, inside=(self.tweets, tweet, target))
-        if target is _DEFAULT_MENTIONS and isinstance(mentioned_usernames, _SIZED):
+        if target is not None and target is _default_mentions() and isinstance(mentioned_usernames, _SIZED):
             # The default list outlives the entry (see post_tweet): what entries add to it
             # is bounded process-wide, not only per entry.
             growth.refuse_above(growth.SHARED_DEFAULT_ITEMS, len(target) + len(mentioned_usernames))
@@ -332,8 +332,13 @@ class TwitterAPI:
         }
 
 
-#: post_tweet's default ``mentions`` list: one object for the whole process (see the quirk
-#: in post_tweet), so ``mention`` on a tweet posted without mentions grows it for every
-#: later entry scored in this process, as in the reference.
-_DEFAULT_MENTIONS = TwitterAPI.post_tweet.__defaults__[1]
+def _default_mentions() -> Any:
+    """post_tweet's default ``mentions`` list: one object for the whole process (see the
+    quirk in post_tweet), so ``mention`` on a tweet posted without mentions grows it for
+    every later entry scored in this process, as in the reference. (Looked up each time:
+    a test may give the function fresh defaults.)"""
+    defaults = TwitterAPI.post_tweet.__defaults__ or ()
+    return defaults[1] if len(defaults) > 1 else None
+
+
 _SIZED = (list, tuple, str, dict, set, frozenset)
