@@ -128,7 +128,11 @@ def run_plan(plan: Plan, dataset: Any, client: Completion, *, num_threads: int =
             entry = dataset.entry(entry_id)
             prompt = dataset.prompt_entry(entry_id)
         return play_entry(entry, prompt, plan.model, client, templates=templates,
-                          long_context_data=dataset.long_context_data, exclude_state_log=exclude_state_log)
+                          long_context_data=long_context_data, exclude_state_log=exclude_state_log)
+
+    def long_context_data() -> Mapping[str, Any]:
+        with lock:  # parsed once, by one thread
+            return dataset.long_context_data()
 
     pending = list(reversed(plan.ids))
     in_flight: dict[Future, str] = {}

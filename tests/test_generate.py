@@ -587,3 +587,49 @@ def test_ctrl_c_stops_at_once_and_says_what_was_written(dataset, tmp_path):
     written = existing_ids(path)
     assert 1 <= len(written) < len(ids)
     assert [json.loads(x)["id"] for x in path.read_text().splitlines()] == sorted(written, key=lambda i: int(i.rsplit("_", 1)[1]))
+
+
+# --------------------------------------------------------------------------- budgets
+
+
+class _OneReply:
+    """A client (no HTTP) answering every request with the same assistant text."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.calls = 0
+
+    def complete(self, messages, tools):
+        from types import SimpleNamespace
+
+        self.calls += 1
+        message = SimpleNamespace(content=self.text, tool_calls=None)
+        return SimpleNamespace(choices=[SimpleNamespace(message=message)],
+                               usage=SimpleNamespace(prompt_tokens=1, completion_tokens=1)), 0.0
+
+
+def test_replies_past_the_budget_end_the_entry_with_the_budget_named(dataset):
+    from bfcl_safe.generate.inference import REPLY_BUDGET, ModelSpec, play_entry
+    from bfcl_safe.interp.limits import ENTRY_BUDGETS
+
+    entry_id = f"{BASE}_0"
+    client = _OneReply("x" * (ENTRY_BUDGETS[REPLY_BUDGET] + 1))
+    line = play_entry(dataset.entry(entry_id), dataset.prompt_entry(entry_id), ModelSpec("m", "prompting"), client,
+                      templates=load_prompt_templates(dataset))
+    assert client.calls == 1
+    assert line["result"] == (f"Error during inference: resource budget {REPLY_BUDGET!r} exceeded: "
+                              f"{ENTRY_BUDGETS[REPLY_BUDGET] + 1:,} > {ENTRY_BUDGETS[REPLY_BUDGET]:,}")
+    assert line["traceback"].startswith("bfcl_safe.interp.errors.BudgetExceeded: ")
+
+
+def test_replies_within_the_budget_add_up_per_entry(dataset):
+    from bfcl_safe.generate.inference import REPLY_BUDGET, ModelSpec, play_entry
+    from bfcl_safe.interp.limits import ENTRY_BUDGETS
+
+    # One reply of 40% of the budget per turn: the third turn's reply exceeds it.
+    entry_id = f"{BASE}_0"
+    client = _OneReply("y" * (ENTRY_BUDGETS[REPLY_BUDGET] * 2 // 5))
+    line = play_entry(dataset.entry(entry_id), dataset.prompt_entry(entry_id), ModelSpec("m", "prompting"), client,
+                      templates=load_prompt_templates(dataset))
+    assert client.calls == 3
+    assert REPLY_BUDGET in line["result"]
