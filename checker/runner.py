@@ -56,7 +56,6 @@ from bfcl_safe.checker.results_io import (
 )
 from bfcl_safe.checker.scores import ScoreFileWriter, write_leaderboard_csv
 from bfcl_safe.checker.scoring import (
-    SCORED,
     SKIPPED,
     UNKNOWN,
     Context,

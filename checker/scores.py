@@ -460,6 +460,8 @@ def read_score_file(path: str | os.PathLike) -> tuple[dict, dict[str, dict]]:
             value = json.loads(line)
         except json.JSONDecodeError as exc:
             raise ScoreFileError(f"{path}: line {number} is not JSON ({exc.msg})") from None
+        except (ValueError, RecursionError) as exc:
+            raise ScoreFileError(f"{path}: line {number} is not JSON ({type(exc).__name__})") from None
         if not isinstance(value, dict):
             raise ScoreFileError(f"{path}: line {number} is not a JSON object")
         if summary is None:
@@ -644,8 +646,8 @@ def turn_accuracy(path: str | os.PathLike, turn_count: Callable[[str], int | Non
                 continue
             try:
                 record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ScoreFileError(f"{path}: a line is not JSON ({exc.msg})") from None
+            except (ValueError, RecursionError) as exc:
+                raise ScoreFileError(f"{_shown_path(path)}: a line is not JSON ({type(exc).__name__})") from None
             passed = record.get("turns_passed") if isinstance(record, dict) else None
             turns = turn_count(record.get("id")) if isinstance(record, dict) else None
             if type(passed) is not int or not turns:

@@ -615,3 +615,14 @@ def test_a_model_name_that_is_not_one_folder_name_is_never_written_through(tmp_p
     with pytest.raises(UnsafePath, match="not a folder name; not written through"):
         ScoreFileWriter(tmp_path / "score", name, BASE)
     assert _files(tmp_path) == ["score"]
+
+
+def test_a_planted_score_file_too_deep_to_parse_leaves_the_per_turn_column_na(tmp_path: Path) -> None:
+    result, score = tmp_path / "result", tmp_path / "score"
+    _result_file(result, MODEL, BASE, [_line(f"{BASE}_0")])
+    path = score / "planted" / "multi_turn" / f"BFCL_v4_{BASE}_score.json"
+    path.parent.mkdir(parents=True)
+    path.write_text('{"accuracy": 0.5, "correct_count": 1, "total_count": 2}\n' + "[" * 100_000 + "\n")
+    run = score_tree(result, score, dataset(), Options(partial=True, partial_credit=True))
+    rows = list(csv.reader(io.StringIO(run.csv_path.read_bytes().decode("utf-8"), newline="")))
+    assert {row[1]: row[-1] for row in rows[1:]}["planted"] == "N/A"
