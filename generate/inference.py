@@ -37,7 +37,7 @@ from bfcl_safe.checker.decoders import DecodeError, decode_step, DECODERS
 from bfcl_safe.checker.episode import MAXIMUM_STEP_LIMIT, Side
 from bfcl_safe.generate.prompting import fc_decode_error, prompting_decode_error, system_prompt, with_system_prompt
 from bfcl_safe.interp import budget as budgets
-from bfcl_safe.interp.errors import BfclSafeError
+from bfcl_safe.interp.errors import BfclSafeError, BudgetExceeded
 
 MODES = ("fc", "prompting")
 
@@ -119,12 +119,6 @@ def _reply_size(step: Any) -> int:
     return 0
 
 
-@attrs.define
-class _Decoded:
-    texts: list[str] | None = None
-    error: str | None = None
-
-
 def decode_reply(step: Any, mode: str) -> tuple[list[str], list[Any]] | str:
     """``(texts, calls)`` of a model step as BFCL decodes it (``texts`` the call texts
     its log shows), or the text of BFCL's decoding error."""
@@ -132,6 +126,8 @@ def decode_reply(step: Any, mode: str) -> tuple[list[str], list[Any]] | str:
     try:
         texts = DECODERS[decoder][1](step)
         calls = decode_step(step, decoder)
+    except BudgetExceeded:
+        raise  # the entry's budget, not the step's decoding: it ends the entry
     except (DecodeError, BfclSafeError, ValueError, TypeError, AttributeError, KeyError, IndexError,
             RecursionError) as exc:
         reason = fc_decode_error(step) if mode == "fc" else prompting_decode_error(step)
