@@ -439,6 +439,7 @@ class GorillaFileSystem:
         Returns:
             current_directory_content (List[str]): the names, in creation order.
         """
+        growth.scan(self._current_dir.contents)
         names = list(self._current_dir.contents.keys())
         if not a:
             names = [name for name in names if not name.startswith(".")]

@@ -46,6 +46,7 @@ TREE_WALK = "tree_walk"
 PRECISION_WORK = "precision_work"
 MESSAGE_IDS = "message_ids"
 SHARED_DEFAULT_ITEMS = "shared_default_items"
+STATE_SCAN = "state_scan"
 #: The interpreter's budget of values computed from model input (shared with it).
 COMPUTED_SIZE = "computed_size"
 
@@ -184,3 +185,16 @@ def charge_state(chars: int, items: int) -> None:
     """Charge state growth already measured (e.g. a copied subtree, counted expanded)."""
     _budget.charge(STATE_CHARS, chars)
     _budget.charge(STATE_ITEMS, items)
+
+
+def scan(*collections: Any) -> None:
+    """Charge a tool's pass over parts of the state (membership tests, filters, copies):
+    their lengths together. State is bounded by the budgets above, but a call that scans
+    it, repeated as often as a result line allows, would take hours."""
+    total = 0
+    for collection in collections:
+        try:
+            total += len(collection)
+        except TypeError:  # not sized: the tool itself fails on it, as the reference's does
+            continue
+    _budget.charge(STATE_SCAN, total)

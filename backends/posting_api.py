@@ -162,6 +162,7 @@ class TwitterAPI:
             return _tweet_not_found(tweet_id)
         if self.username not in self.retweets:
             self.retweets[self.username] = []
+        growth.scan(self.retweets[self.username])
         if tweet_id in self.retweets[self.username]:
             return {"retweet_status": "Already retweeted"}
         growth.store(tweet_id)
@@ -225,6 +226,7 @@ class TwitterAPI:
         """
         if not self.authenticated:
             return _not_authenticated("following")
+        growth.scan(self.following_list)
         if username_to_follow in self.following_list:
             return {"follow_status": False}
         growth.store(username_to_follow, inside=(self.following_list,))
@@ -253,6 +255,7 @@ class TwitterAPI:
         """
         if not self.authenticated:
             return _not_authenticated("unfollowing")
+        growth.scan(self.following_list)
         if username_to_unfollow not in self.following_list:
             return {"unfollow_status": False}
         self.following_list.remove(username_to_unfollow)
@@ -280,6 +283,7 @@ class TwitterAPI:
         Returns:
             The matching tweets.
         """
+        growth.scan(self.tweets)
         return [tweet for tweet in self.tweets.values() if tweet["username"] == username]
 
     @tool
@@ -291,6 +295,7 @@ class TwitterAPI:
         Returns:
             The matching tweets.
         """
+        growth.scan(self.tweets)
         # The tag list is built in full (not short-circuited) for each tweet whose
         # content does not match, so a bad tag raises exactly when the reference's does.
         return [
@@ -322,6 +327,7 @@ class TwitterAPI:
         Returns:
             tweet_count, following_count (0 unless it is this account) and retweet_count.
         """
+        growth.scan(self.tweets)
         tweet_count = len([tweet for tweet in self.tweets.values() if tweet["username"] == username])
         following_count = len(self.following_list) if username == self.username else 0
         retweet_count = len(self.retweets.get(username, []))

@@ -88,6 +88,7 @@ class TicketAPI:
 
     def _find(self, ticket_id: Any) -> dict[str, Any] | None:
         # First ticket whose id equals (==, so 1 == 1.0 == True) the argument.
+        growth.scan(self.ticket_queue)
         for ticket in self.ticket_queue:
             if ticket["id"] == ticket_id:
                 return ticket
@@ -256,6 +257,7 @@ class TicketAPI:
         """
         if not self.current_user:
             return [{"error": "User not authenticated. Please log in to view tickets."}]
+        growth.scan(self.ticket_queue)
         mine = [ticket for ticket in self.ticket_queue if ticket["created_by"] == self.current_user]
         if not status:
             return mine

@@ -280,6 +280,7 @@ class TradingBot:
             The stored order (plus ``metadata`` in long-context mode).
         """
         if order_id not in self.orders:
+            growth.scan(self.orders)
             # Quirk: no space between the two sentences.
             return {
                 "error": f"Order with ID {order_id} not found."
@@ -462,6 +463,7 @@ class TradingBot:
         """
         if not self.authenticated:
             return {"error": "User not authenticated. Please log in to modify the watchlist."}
+        growth.scan(self.watch_list)
         if symbol not in self.watch_list:
             return {"error": f"Stock {symbol} not found in watchlist."}
         self.watch_list.remove(symbol)
@@ -493,6 +495,7 @@ class TradingBot:
         """
         if not self.authenticated:
             return [{"error": "User not authenticated. Please log in to view order history."}]
+        growth.scan(self.orders)
         return {"history": list(self.orders.keys())}
 
     @tool
@@ -512,6 +515,7 @@ class TradingBot:
         # Quirk: any falsy bound (None, "", 0, []) means "unbounded".
         start = _parse(start_date, DATE_FORMAT) if start_date else datetime.min
         end = _parse(end_date, DATE_FORMAT) if end_date else datetime.max
+        growth.scan(self.transaction_history)
         history = [
             transaction
             for transaction in self.transaction_history
@@ -570,6 +574,7 @@ class TradingBot:
             watchlist: the watch list.
         """
         # Quirk: no authentication check; unknown tickers are silently ignored.
+        growth.scan(self.watch_list)
         if stock not in self.watch_list:
             if stock in self.stocks:
                 growth.store(stock)

@@ -544,6 +544,7 @@ class TravelAPI:
         error = self._token_error(access_token)
         if error is not None:
             return {"error": error}
+        growth.scan(self.booking_record)
         return {"booking_history": copy.deepcopy(self.booking_record)}
 
     @tool

@@ -121,3 +121,8 @@ ENTRY_BUDGETS["message_ids"] = 90_000
 #: every entry, and ``mention`` extends it in place, so it outlives entries; past this a
 #: ``mention`` on such a tweet is refused. Real entries add a few names.
 ENTRY_BUDGETS["shared_default_items"] = 100_000
+#: Items of backend state that tools pass over (membership tests, filters, listings,
+#: copies: ``follow_user`` tests the whole following list), summed per entry. State is
+#: bounded by the budgets above, but a scanning call repeated as often as a result line
+#: allows would take hours; real entries scan a few hundred items.
+ENTRY_BUDGETS["state_scan"] = 100_000_000

@@ -79,6 +79,12 @@ def _default_mentions(n: int) -> list[str]:
             *[f"mention(tweet_id=0, mentioned_usernames={names})"] * n]
 
 
+def _follows(n: int) -> list[str]:
+    # Each follow_user scans the whole following list: quadratic in the calls.
+    return ["authenticate_twitter(username='john', password='john123')",
+            *[f"follow_user(username_to_follow='user{i}')" for i in range(n)]]
+
+
 def _ticket_self_reference(_: int) -> list[str]:
     return ["edit_ticket(ticket_id=1, updates={'description': get_ticket(ticket_id=1)})"]
 
@@ -127,6 +133,8 @@ CASES: dict[str, tuple[str, dict, Callable[[int], list[str]], int, dict | None, 
     # Only the large size: run here, the small one would grow the test process's own default.
     "twitter-default-mentions-past-process-bound": ("TwitterAPI", {}, _default_mentions, 11, None,
                                                     "shared_default_items"),
+    "twitter-follows-20": ("TwitterAPI", {}, _follows, 20, None, None),
+    "twitter-follows-past-scan-budget": ("TwitterAPI", {}, _follows, 20_000, None, "state_scan"),
     "gfs-echo-cat-nesting-20": ("GorillaFileSystem", TREE, _echo_nesting, 20, None, None),
     "gfs-echo-cat-nesting-1000": ("GorillaFileSystem", TREE, _echo_nesting, 1000, None, "state_depth"),
     "gfs-mkdir-cd-chain-60": ("GorillaFileSystem", TREE, _deep_chain, 60, None, None),
