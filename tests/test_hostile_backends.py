@@ -13,6 +13,7 @@ large ones must end in ``BudgetExceeded`` naming the budget.
 from __future__ import annotations
 
 import multiprocessing
+import re
 import sys
 import traceback
 from typing import Any, Callable
@@ -207,6 +208,13 @@ def _guarded(*args: Any) -> dict:
     return outcome
 
 
+def _worded(results: list[str]) -> list[str]:
+    """Results with CPython's RecursionError wording cut after "exceeded": what follows
+    (" while calling a Python object", ...) names the kind of call the limit was hit in,
+    which depends on how deep the stack already was — in the reference too."""
+    return [re.sub(r"(maximum recursion depth exceeded)[^\"]*", r"\1", text) for text in results]
+
+
 def _run_reference(class_name: str, config: dict, calls: list[str]) -> tuple[list[str], Any]:
     """The reference's way: ``eval`` of each call text against the instance's methods."""
     instance = make_reference(class_name, config)
@@ -232,7 +240,7 @@ def test_hostile_sequence_ends_with_reference_results_or_a_budget(case: str) -> 
         return
     assert "budget" not in outcome, outcome
     expected, reference = _run_reference(class_name, config, calls)
-    assert outcome["results"] == expected
+    assert _worded(outcome["results"]) == _worded(expected)
     ours = make_ours(class_name, config)
     with Budget().active():
         run_step(calls, MethodTable([ours]))
@@ -375,7 +383,7 @@ def test_live_state_nested_into_calls_agrees_with_the_reference(class_name: str)
         except BudgetExceeded:
             return
         expected, reference = _run_reference(class_name, config, calls)
-        assert got == expected, calls
+        assert _worded(got) == _worded(expected), calls
         assert_same_state(ours, reference, repr(calls))
 
     check()
