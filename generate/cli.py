@@ -70,6 +70,8 @@ def _ids_from_file(root: Path) -> list[str]:
                    "replaced; otherwise the categories' files start afresh). Without it a run resumes.")
 @click.option("--exclude-state-log", is_flag=True,
               help="Leave the backends' state out of the inference log (as bfcl's flag).")
+@click.option("--include-input-log", is_flag=True,
+              help="Put what was sent at each step into the inference log (as bfcl's flag; large).")
 @click.option("--evaluate", "then_evaluate", is_flag=True,
               help="Score the results with bfcl-safe evaluate when done.")
 @click.option("--score-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -88,6 +90,7 @@ def _ids_from_file(root: Path) -> list[str]:
 def generate(ctx: click.Context, model: str, base_url: str | None, api_key_env: str, mode: str | None,
              categories: tuple[str, ...], result_dir: Path | None, num_threads: int, temperature: float,
              ids: tuple[str, ...], run_ids: bool, allow_overwrite: bool, exclude_state_log: bool,
+             include_input_log: bool,
              then_evaluate: bool, score_dir: Path | None, data: str | None, max_retries: int,
              rate_limit_retries: int, retry_wait: tuple[float, float], timeout: float) -> None:
     """Play BFCL multi-turn entries against a model and write result files like `bfcl generate`."""
@@ -152,6 +155,7 @@ def generate(ctx: click.Context, model: str, base_url: str | None, api_key_env: 
         client = make_client(plan, base_url=base_url, api_key=api_key, retry=retry, on_retry=say)
         try:
             summary = run_plan(plan, dataset, client, num_threads=num_threads, exclude_state_log=exclude_state_log,
+                               include_input_log=include_input_log,
                                progress=progress)
         except KeyboardInterrupt:
             raise checker_cli.Interrupted(

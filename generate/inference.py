@@ -149,6 +149,7 @@ def play_entry(
     templates: Mapping[str, Any] | None = None,
     long_context_data: Callable[[], Mapping[str, Any]] | None = None,
     exclude_state_log: bool = False,
+    include_input_log: bool = False,
 ) -> dict:
     """Play one entry; return its result line (a dict: ``id``, ``result``, metadata).
 
@@ -160,14 +161,16 @@ def play_entry(
     budget = budgets.Budget()
     try:
         with budget.active():
-            result, metadata = _play(entry, prompt, model, client, templates, long_context_data, exclude_state_log)
+            result, metadata = _play(entry, prompt, model, client, templates, long_context_data, exclude_state_log,
+                                     include_input_log)
     except Exception as exc:  # noqa: BLE001 - BFCL's per-entry boundary: the error becomes the result
         return {"id": entry["id"], "result": f"Error during inference: {exc}",
                 "traceback": f"{type(exc).__module__}.{type(exc).__qualname__}: {exc}"}
     return {"id": entry["id"], "result": result, **metadata}
 
 
-def _play(entry, prompt, model, client, templates, long_context_data, exclude_state_log) -> tuple[list, dict]:
+def _play(entry, prompt, model, client, templates, long_context_data, exclude_state_log,
+          include_input_log=False) -> tuple[list, dict]:
     entry_id = entry["id"]
     category = category_of(entry_id)
     fc = model.mode == "fc"
@@ -212,6 +215,11 @@ def _play(entry, prompt, model, client, templates, long_context_data, exclude_st
             step_log: list = []
             turn_log[f"step_{count}"] = step_log
             response, latency = client.complete(messages, tools if fc and len(tools) > 0 else None)
+            if include_input_log:
+                # BFCL's --include-input-log: what was sent, as its handler records it (the
+                # repr of the message list; in FC mode with the tools).
+                sent = {"message": repr(messages), "tools": tools} if fc else {"message": repr(messages)}
+                step_log.append({"role": "inference_input", "content": sent})
             message = response.choices[0].message
             if fc:
                 step, call_ids = openai_format.reply_step(message)

@@ -112,7 +112,8 @@ class RunSummary:
 
 
 def run_plan(plan: Plan, dataset: Any, client: Completion, *, num_threads: int = 1,
-             exclude_state_log: bool = False, progress: Callable[[str, dict], None] | None = None,
+             exclude_state_log: bool = False, include_input_log: bool = False,
+             progress: Callable[[str, dict], None] | None = None,
              stop: threading.Event | None = None) -> RunSummary:
     """Play the plan's entries, ``num_threads`` at a time, writing each line when its
     entry is done; sort the files at the end. ``progress(entry_id, line)`` is called
@@ -128,7 +129,8 @@ def run_plan(plan: Plan, dataset: Any, client: Completion, *, num_threads: int =
             entry = dataset.entry(entry_id)
             prompt = dataset.prompt_entry(entry_id)
         return play_entry(entry, prompt, plan.model, client, templates=templates,
-                          long_context_data=long_context_data, exclude_state_log=exclude_state_log)
+                          long_context_data=long_context_data, exclude_state_log=exclude_state_log,
+                          include_input_log=include_input_log)
 
     def long_context_data() -> Mapping[str, Any]:
         with lock:  # parsed once, by one thread

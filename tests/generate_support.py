@@ -57,14 +57,14 @@ def registry_name(mode: str) -> str:
 
 
 def run_reference(base_url: str, mode: str, categories: Sequence[str], ids: Sequence[str], work: Path,
-                  num_threads: int = 4) -> Path:
+                  num_threads: int = 4, **flags: bool) -> Path:
     """Run the reference's generate; return its result folder."""
     work.mkdir(parents=True, exist_ok=True)
     config = {
         "ref_dir": str(reference_dir()), "sdk_dir": str(reference_sdk_dir()), "base_url": base_url,
         "registry_name": registry_name(mode), "api_name": registry_name(mode), "mode": mode,
         "categories": list(categories), "result_dir": str(work / "result"), "num_threads": num_threads,
-        "project_root": str(work), "ids": list(ids),
+        "project_root": str(work), "ids": list(ids), **flags,
     }
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "BFCL_"))}
     done = subprocess.run([sys.executable, str(HARNESS), json.dumps(config)], capture_output=True, text=True,
@@ -74,12 +74,12 @@ def run_reference(base_url: str, mode: str, categories: Sequence[str], ids: Sequ
 
 
 def run_ours(dataset: Any, base_url: str, mode: str, categories: Sequence[str], ids: Sequence[str], work: Path,
-             num_threads: int = 4, retry: RetryPolicy = FAST_RETRY) -> tuple[Path, RunSummary]:
+             num_threads: int = 4, retry: RetryPolicy = FAST_RETRY, **flags: bool) -> tuple[Path, RunSummary]:
     plan = plan_run(dataset, model=registry_name(mode), mode=mode, categories=categories, ids=ids,
                     result_dir=work / "result")
     client = make_client(plan, base_url=base_url, api_key="scripted-key", retry=retry)
     try:
-        summary = run_plan(plan, dataset, client, num_threads=num_threads)
+        summary = run_plan(plan, dataset, client, num_threads=num_threads, **flags)
     finally:
         client.close()
     return work / "result", summary

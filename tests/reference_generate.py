@@ -7,7 +7,8 @@ folder with its SDK dependencies, never bfcl-safe's).
 
 CONFIG: ``ref_dir``, ``sdk_dir``, ``base_url``, ``registry_name``, ``api_name``,
 ``mode`` (fc/prompting), ``categories``, ``result_dir``, ``num_threads``, ``project_root``,
-and optionally ``ids`` (then BFCL's --run-ids file is written) and ``allow_overwrite``.
+and optionally ``ids`` (then BFCL's --run-ids file is written), ``allow_overwrite``,
+``include_input_log`` and ``exclude_state_log``.
 
 The model registry (``constants/model_config.py`` imports every vendor's SDK) is
 replaced by one holding only this model; numpy and pandas (imported by the score
@@ -68,7 +69,7 @@ def main() -> None:
             json.dump(by_category, handle)
     args = types.SimpleNamespace(
         model=[config["registry_name"]], test_category=config["categories"], temperature=0.001,
-        include_input_log=False, exclude_state_log=False, num_gpus=1, num_threads=config["num_threads"],
+        include_input_log=config.get("include_input_log", False), exclude_state_log=config.get("exclude_state_log", False), num_gpus=1, num_threads=config["num_threads"],
         gpu_memory_utilization=0.9, backend="sglang", skip_server_setup=True, local_model_path=None,
         result_dir=config["result_dir"], allow_overwrite=config.get("allow_overwrite", False), run_ids=run_ids,
         enable_lora=False, max_lora_rank=None, lora_modules=None,

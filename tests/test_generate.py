@@ -34,7 +34,7 @@ from tests.generate_support import (
 )
 from tests.refenv import import_reference
 from tests.scripted_server import (
-    EntryScript, Reply, ScriptedServer, always_failing, calls_message, completion, flaky, slow, text_message,
+    EntryScript, Reply, ScriptedServer, always_failing, completion, flaky, mixed_policy, slow, text_message,
     tool_calls_message, truth_policy,
 )
 
@@ -411,6 +411,21 @@ def test_api_errors_are_written_as_the_reference_writes_them(dataset, tmp_path, 
     assert summary.errors == 4
     for mine, reference in zip(result_lines(ours, mode, BASE), result_lines(theirs, mode, BASE)):
         assert list(mine) == list(reference)
+        assert without_volatile(mine) == without_volatile(reference), first_difference(mine, reference)
+
+
+@pytest.mark.parametrize("mode", ["fc", "prompting"])
+def test_input_log_and_no_state_log_are_the_references(dataset, tmp_path, mode):
+    """bfcl's --include-input-log (what was sent, as its handler's repr) and --exclude-state-log."""
+    ids = [f"{BASE}_{n}" for n in (2, 11)]
+    flags = {"include_input_log": True, "exclude_state_log": True}
+    with ScriptedServer(EntryScript(dataset, dataset.ids(BASE), mode, mixed_policy)) as server:
+        theirs = run_reference(server.base_url, mode, [BASE], ids, tmp_path / "reference", 2, **flags)
+        ours, _ = run_ours(dataset, server.base_url, mode, [BASE], ids, tmp_path / "ours", 2, **flags)
+    lines = result_lines(ours, mode, BASE)
+    assert all("inference_input" in json.dumps(line["inference_log"]) for line in lines)
+    assert all("state_info" not in json.dumps(line["inference_log"]) for line in lines)
+    for mine, reference in zip(lines, result_lines(theirs, mode, BASE)):
         assert without_volatile(mine) == without_volatile(reference), first_difference(mine, reference)
 
 
