@@ -1,4 +1,4 @@
-"""Shipped code (bfcl_safe/, interp/, backends/, checker/, subpackages included) never evaluates or imports by name, never
+"""Shipped code (bfcl_safe/, interp/, backends/, checker/, generate/, integrations/, subpackages included) never evaluates or imports by name, never
 spawns processes, never unpickles: checked on the syntax tree of every module."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("bfcl_safe", "interp", "backends", "checker", "generate")
+PACKAGES = ("bfcl_safe", "interp", "backends", "checker", "generate", "integrations")
 SHIPPED = sorted(p for package in PACKAGES for p in (ROOT / package).rglob("*.py"))
 BANNED_CALLS = {"eval", "exec", "compile", "__import__"}
 BANNED_MODULES = {"importlib", "subprocess", "pickle", "marshal"}

@@ -1,0 +1,23 @@
+"""BFCL multi-turn as an Inspect AI eval (needs ``pip install 'bfcl-safe[inspect]'``).
+
+    inspect eval examples/inspect_bfcl.py --model openai/gpt-4o-mini -T categories=multi_turn_base --limit 20
+    inspect view                                  # per sample: the chat, the verdict and turns_passed
+
+The task is ``bfcl_safe.integrations.inspect.bfcl_multi_turn``: one sample per entry, the
+calls run on bfcl-safe's simulated backends (never as code), scored with the official
+verdict; ``-T partial_credit=true`` scores ``turns_passed / turns`` for failed entries.
+"""
+
+from __future__ import annotations
+
+from inspect_ai import Task, task
+
+from bfcl_safe.integrations.inspect import bfcl_multi_turn
+
+
+@task
+def bfcl(categories: str = "multi_turn_base,multi_turn_miss_func,multi_turn_miss_param,multi_turn_long_context",
+         partial_credit: bool = False, data: str | None = None) -> Task:
+    """``categories``: comma-separated; ``data``: a bfcl-eval wheel (default: the cache)."""
+    return bfcl_multi_turn(categories=[c for c in categories.split(",") if c], partial_credit=partial_credit,
+                           data=data)
