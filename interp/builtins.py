@@ -226,71 +226,119 @@ def _plain_operands(*values: Any) -> None:
 
 # --------------------------------------------------------------------------- % formatting
 
-#: One conversion of printf-style formatting (CPython's grammar: mapping key, flags,
-#: width, precision, length modifier, type); anything else is left to CPython's errors.
-_PERCENT_SPEC = re.compile(
-    r"%(?P<key>\((?:[^()]|\([^()]*\))*\))?(?P<flags>[-+ #0]*)(?P<width>\*|\d+)?"
-    r"(?:\.(?P<precision>\*|\d+))?[hlL]?(?P<type>.?)",
-    re.DOTALL,
-)
 #: Precision kept in the dry run (CPython's own texts do not depend on it below this).
 _DRY_PRECISION = 50
 _PY_SSIZE_T_MAX = 2**63 - 1
 _INT_MAX = 2**31 - 1
-#: Conversions whose precision adds characters (digits), and the float ones among them.
+#: Conversions whose precision adds characters (digits).
 _PRECISION_PADS = frozenset("diouxXeEfFgG")
-_FLOAT_TYPES = frozenset("eEfFgG")
 
 
 def _percent(template: str | bytes, args: Any) -> Any:
     """``template % args`` with the result's size bounded first.
 
-    Without widths or large precisions, each conversion writes at most its argument's
-    :func:`rendered_size` plus 320 (``%f`` of 1e308). Otherwise a dry run of the same
-    conversions, every width and every precision past 50 replaced by zeros of the same
-    length (zero flags and precision 0: the error messages' indices stay those of the
-    template), raises exactly the errors the real run raises, from the same conversion
-    (CPython's checks do not depend on the sizes), and the real result is at most the
-    dry one plus each width and precision replaced."""
+    The template is scanned as CPython scans it (mapping key with nested parentheses,
+    flags, width or ``*``, precision or ``*``, length modifier, type), each ``*`` and
+    each conversion taking the next positional argument. Without widths or large
+    precisions, each conversion writes at most its argument's :func:`rendered_size` plus
+    320 (``%f`` of 1e308). Otherwise a dry run of the same conversions -- every width,
+    and every precision past 50 that adds digits, replaced by zeros of the same length
+    (zero flags and precision 0: the error messages' indices stay those of the
+    template), such ``*`` arguments by 0 -- raises exactly the errors the real run
+    raises, from the same conversion (CPython's checks do not depend on the sizes), and
+    the real result is at most the dry one plus each width and precision replaced."""
     text = template if type(template) is str else template.decode("latin-1")
+    dry_args = list(args) if type(args) is tuple else None
     extra = 0
-    star = False
-    pieces = []
-    last = 0
     conversions = 0
-    for found in _PERCENT_SPEC.finditer(text):
-        conversions += 1
-        width, precision = found.group("width"), found.group("precision")
-        star = star or width == "*" or precision == "*"
-        new_width = width or ""
-        if width and width != "*" and int(width) <= _PY_SSIZE_T_MAX:  # larger: "width too big"
-            extra += int(width)
-            new_width = "0" * len(width)  # zero flags: no width, and every index unchanged
-        new_precision = precision
-        kind = found.group("type")
-        if (precision and precision != "*" and kind in _PRECISION_PADS and _DRY_PRECISION < int(precision)
-                and not (kind in _FLOAT_TYPES and int(precision) > _INT_MAX - 3)):
-            # (Kept when CPython refuses it at once: "precision too big" past INT_MAX,
-            # "precision too large" for floats past INT_MAX - 3. For %s, %r, %a a
-            # precision only truncates.)
-            extra += int(precision) + 2
-            new_precision = "0" * len(precision)
-        if precision is not None:
-            rest = found.end("precision")
-        elif width is not None:
-            rest = found.end("width")
+    pieces: list[str] = []
+    next_arg = 0
+    index = 0
+    length = len(text)
+
+    def star_argument(position: int, pads: bool, is_width: bool) -> None:
+        nonlocal extra
+        if dry_args is None or position >= len(dry_args) or type(dry_args[position]) is not int:
+            return
+        value = dry_args[position]
+        if is_width and abs(value) <= _PY_SSIZE_T_MAX:
+            extra += abs(value)
+            dry_args[position] = 0
+        elif not is_width and pads and _DRY_PRECISION < value <= _INT_MAX:
+            extra += value + 2
+            dry_args[position] = 0
+
+    while True:
+        start = text.find("%", index)
+        if start < 0:
+            pieces.append(text[index:])
+            break
+        pieces.append(text[index:start])
+        at = start + 1
+        keyed = at < length and text[at] == "("
+        if keyed:  # a mapping key, parentheses nested
+            depth, at = 1, at + 1
+            while at < length and depth:
+                depth += {"(": 1, ")": -1}.get(text[at], 0)
+                at += 1
+            if depth:
+                pieces.append(text[start:])  # "incomplete format key": CPython stops here
+                break
+        while at < length and text[at] in "-+ #0":
+            at += 1
+        piece = text[start:at]
+        width_star = None
+        if at < length and text[at] == "*":
+            piece += "*"
+            at += 1
+            width_star = next_arg
+            next_arg += 1
         else:
-            rest = found.end("flags")
-        pieces.append(text[last : found.start()])
-        pieces.append("%" + (found.group("key") or "") + found.group("flags") + new_width)
-        pieces.append("" if precision is None else "." + new_precision)
-        pieces.append(text[rest : found.end()])
-        last = found.end()
-    pieces.append(text[last:])
-    if star:
-        # Widths and precisions taken from the arguments: bound them by the ints there.
-        values = args.values() if type(args) is dict else args if type(args) is tuple else (args,)
-        extra += sum(abs(v) for v in values if type(v) is int and _int_digits(v) < 20)
+            digits = at
+            while at < length and text[at].isdigit():
+                at += 1
+            width = text[digits:at]
+            if width and int(width) <= _PY_SSIZE_T_MAX // 10:  # larger: "width too big", kept
+                extra += int(width)
+                width = "0" * len(width)  # zero flags: no width, and every index unchanged
+            piece += width
+        precision = None
+        precision_star = None
+        if at < length and text[at] == ".":
+            at += 1
+            if at < length and text[at] == "*":
+                precision, precision_star = "*", next_arg
+                next_arg += 1
+                at += 1
+            else:
+                digits = at
+                while at < length and text[at].isdigit():
+                    at += 1
+                precision = text[digits:at]
+        modifiers = at
+        while at < length and text[at] in "hlL":
+            at += 1
+        kind = text[at : at + 1]
+        pads = kind != "" and kind in _PRECISION_PADS
+        if precision and precision != "*" and pads and _DRY_PRECISION < int(precision) <= _INT_MAX:
+            # (Kept past INT_MAX, which CPython refuses at once: "precision too big".
+            # For %s, %r, %a a precision only truncates.)
+            extra += int(precision) + 2
+            precision = "0" * len(precision)
+        if width_star is not None:
+            star_argument(width_star, pads, True)
+        if precision_star is not None:
+            star_argument(precision_star, pads, False)
+        if precision is not None:
+            piece += "." + precision
+        pieces.append(piece + text[modifiers : at + 1])
+        if kind == "":
+            break  # "incomplete format"
+        if kind != "%":
+            conversions += 1
+            if not keyed:
+                next_arg += 1
+        index = at + 1
     if type(args) is dict:
         largest = max((rendered_size(v) for v in args.values()), default=0)
         natural = len(text) + conversions * (largest + 320)
@@ -303,24 +351,9 @@ def _percent(template: str | bytes, args: Any) -> Any:
         return template % args
     dry_text = "".join(pieces)
     dry_template = dry_text if type(template) is str else dry_text.encode("latin-1")
-    dry = _dry_star(dry_template, args) if star else dry_template % args  # raises what the real run raises
+    dry = dry_template % (tuple(dry_args) if dry_args is not None else args)  # raises what the real run raises
     _charge(min(len(dry) + extra, natural + extra))
     return template % args
-
-
-def _dry_star(template: Any, args: Any) -> Any:
-    """Dry run of a template with ``*`` widths: int arguments capped at 50 in magnitude
-    (a ``*`` takes an int; capping keeps the errors, the lengths are bounded above)."""
-    def cap(value: Any) -> Any:
-        if type(value) is int and abs(value) > _DRY_PRECISION and _int_digits(value) < 20:
-            return _DRY_PRECISION if value > 0 else -_DRY_PRECISION
-        return value
-
-    if type(args) is tuple:
-        return template % tuple(cap(v) for v in args)
-    if type(args) is dict:
-        return template % args
-    return template % cap(args)
 
 
 # --------------------------------------------------------------------------- format()

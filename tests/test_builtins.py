@@ -394,6 +394,9 @@ def call_text(draw) -> str:
           "repr(format((0j), '05'))", "repr(2 ** 332193 % 7)", "repr(2 ** 332193)"])
 @example(["str('', '')", "str(b'x', 'rot13')", "str(1, 'rot13')", "repr(1 << 69175290276410818321)",
           "repr('ab' * 2 ** 62)", "repr([0] * 10 ** 20)"])
+@example(["repr('%(((a)))5s' % {'((a))': 1})", "repr('%.*f' % (60, 1.5))", "repr('%.*f' % (3000000000, 1.0))",
+          "repr('%(a' % {})", "repr('%5%' % ())", "repr('%*.*f' % (10**19, 1, 1.0))", "repr('%.2147483648f' % 1.0)",
+          "repr('%s %*d %s' % (1, 3, 2, 'x'))"])
 @example(["repr(1 is 1)", "repr(None is None)", "repr('abc'[::-1])", "repr((1, 2)[0:1, 2])", "repr({}[1:2])",
           "repr(1 < 2 < 'a')", "repr(0 and 1 / 0)", "repr([] or 'x')", "repr(1 if [] else 2)", "repr('ab'[10**20])"])
 @example(["repr('%1900000000d' % 1)", "repr('%.3000000f' % 1.0)", "repr('x' * 10 ** 12)", "repr(9 ** 9 ** 9)",
