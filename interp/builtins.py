@@ -589,8 +589,10 @@ def _small(function: Callable[..., Any]) -> Callable[..., Any]:
 
 def _str(*args: Any, **kwargs: Any) -> Any:
     given = _bind(args, kwargs, ("object", "encoding", "errors"), 0)
-    if given is not None and ("encoding" in given or "errors" in given) and type(given.get("object")) is bytes:
-        # Only bytes get as far as the codec lookup (CPython refuses other objects first).
+    if given is not None and ("encoding" in given or "errors" in given) and type(given.get("object")) is bytes \
+            and given["object"]:
+        # Only non-empty bytes get as far as the codec lookup (CPython refuses other
+        # objects first, and decodes b'' to '' without one).
         encoding = given.get("encoding")
         if type(encoding) is str and encoding.lower().replace("_", "-") not in _SAFE_CODECS:
             raise NotComputable(f"codec {encoding!r} is not looked up", "str")

@@ -191,9 +191,10 @@ def check_agreement(oracle: Oracle, text: str) -> None:
     if _IDENTITY_REFUSAL.match(ours["result"]):
         return  # by design: 'is' between values other than None/True/False depends on CPython's constant sharing
     refused = _REFUSAL.match(ours["result"])
-    if refused and unicodedata.normalize("NFKC", refused.group(1)) in {*REFUSED_BUILTINS, "str"}:
-        # Ours refused a builtin that would run (or str() of bytes with a codec that would be
-        # imported by name): fine, unless CPython failed before running it.
+    if refused and unicodedata.normalize("NFKC", refused.group(1)) == "str":
+        return  # by design: str() of bytes with a codec other than a few is not decoded (the lookup imports)
+    if refused and unicodedata.normalize("NFKC", refused.group(1)) in REFUSED_BUILTINS:
+        # Ours refused a builtin that would run: fine, unless CPython failed before running it.
         assert reference.get("error") != "TypeError", (text, ours, _short(reference))
         return
     assert ours["result"] == reference.get("result", reference), (text, _short(ours), _short(reference))
@@ -392,7 +393,7 @@ def call_text(draw) -> str:
 @example(["repr('x%3z' % '')", "repr('x%1900000000z' % '')", "repr('%5.70f|%d' % (1.5, 'x'))",
           "repr(format(1, '20q'))", "repr(format(1.5, '>20.70f'))", "repr(format((0j), '5'))",
           "repr(format((0j), '05'))", "repr(2 ** 332193 % 7)", "repr(2 ** 332193)"])
-@example(["str('', '')", "str(b'x', 'rot13')", "str(1, 'rot13')", "repr(1 << 69175290276410818321)",
+@example(["str('', '')", "str(b'', '')", "repr(0 + str(b'', 'bogus'))", "str(b'x', 'rot13')", "str(1, 'rot13')", "repr(1 << 69175290276410818321)",
           "repr('ab' * 2 ** 62)", "repr([0] * 10 ** 20)"])
 @example(["repr('%(((a)))5s' % {'((a))': 1})", "repr('%.*f' % (60, 1.5))", "repr('%.*f' % (3000000000, 1.0))",
           "repr('%(a' % {})", "repr('%5%' % ())", "repr('%*.*f' % (10**19, 1, 1.0))", "repr('%.2147483648f' % 1.0)",
