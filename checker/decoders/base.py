@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json
 import unicodedata
-from typing import Any, Callable, NamedTuple
+from collections import OrderedDict
+from typing import Any, Callable, Hashable, NamedTuple
 
-from bfcl_safe.interp import limits
+from bfcl_safe.interp import budget, limits
 from bfcl_safe.interp.errors import BfclSafeError
 from bfcl_safe.interp.execute import Call
 from bfcl_safe.interp.fc import fc_call
@@ -105,14 +106,72 @@ def texts(items: Items) -> list[str]:
     return [item if isinstance(item, str) else item.text for item in items]
 
 
+class _Recorder(budget.Budget):
+    """Counts what a computation charges, passing every charge on to the budget that was
+    active (if any), so that a remembered result can charge the same again."""
+
+    __slots__ = ("outer", "record")
+
+    def __init__(self, outer: budget.Budget | None) -> None:
+        super().__init__(None if outer is None else outer.limits)
+        self.outer = outer
+        self.record: dict[str, int] = {}
+
+    def charge(self, kind: str, amount: int = 1) -> None:
+        if self.outer is not None:
+            self.outer.charge(kind, amount)
+        self.record[kind] = self.record.get(kind, 0) + amount
+
+
+class Memo:
+    """Decoded step texts remembered, at most ``size`` (the oldest go first): a model's
+    steps repeat across entries, and a failed entry's steps are decoded again to be
+    shown. A failure is kept as its message (an exception object would keep every frame
+    of its traceback alive). What the decoding charged to the entry's budget (values it
+    computed) is charged again on every use, so a verdict never depends on which entry
+    decoded a text first; a decoding that exceeded the budget is not remembered."""
+
+    def __init__(self, size: int = CACHED_TEXTS) -> None:
+        self.size = size
+        self._entries: OrderedDict[Hashable, tuple[Any, str | None, dict[str, int]]] = OrderedDict()
+
+    def get(self, key: Hashable, compute: Callable[[], Any]) -> Any:
+        entry = self._entries.get(key)
+        if entry is None:
+            recorder = _Recorder(budget.current())
+            value, failure = None, None
+            with recorder.active():
+                try:
+                    value = compute()
+                except DecodeError as exc:
+                    failure = str(exc)
+            entry = (value, failure, recorder.record)
+            self._entries[key] = entry
+            if len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+        else:
+            for kind, amount in entry[2].items():
+                budget.charge(kind, amount)
+        if entry[1] is not None:
+            raise DecodeError(entry[1])
+        return entry[0]
+
+
 def pair(items: Callable[[Any], Items]) -> Decoder:
-    """The (decode, display) pair of a family's ``items`` function."""
+    """The (decode, display) pair of a family's ``items`` function; step texts up to
+    CACHED_STEP_LENGTH are decoded once (:class:`Memo`)."""
+    memo = Memo()
+
+    def parsed(step: Any) -> Items:
+        if type(step) is str and len(step) <= CACHED_STEP_LENGTH:
+            return memo.get(step, lambda: items(step))
+        return items(step)
 
     def decode(step: Any) -> list[Call]:
-        return [as_call(item) for item in items(step)]
+        return [as_call(item) for item in parsed(step)]
 
     def display(step: Any) -> list[str]:
-        return texts(items(step))
+        return texts(parsed(step))
 
     decode.__doc__ = display.__doc__ = items.__doc__
     return decode, display

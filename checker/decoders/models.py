@@ -3,7 +3,9 @@ wheel's model registry (read as data), unless ``--decoder`` forces one.
 
 The registry names each model's handler class (as text) and whether it is an FC
 model; the tables below say, per handler class, which of our decoders reproduces
-its ``decode_execute`` in each mode (bfcl-eval 2026.3.23).
+its ``decode_execute`` in each mode (bfcl-eval 2026.3.23). ``DECODER_OF_HANDLER`` maps
+handler classes to decoder *names*; the decoders themselves are
+:data:`bfcl_safe.checker.decoders.DECODERS` (name -> functions).
 """
 
 from __future__ import annotations

@@ -17,10 +17,9 @@ step fails otherwise.
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any, Callable
 
-from bfcl_safe.checker.decoders.base import CACHED_STEP_LENGTH, CACHED_TEXTS, DecodeError, Decoder, require_text, tag_blocks
+from bfcl_safe.checker.decoders.base import CACHED_STEP_LENGTH, DecodeError, Decoder, Memo, require_text, tag_blocks
 from bfcl_safe.checker.decoders.prompting_cst import check_libcst_input, prompting_calls
 from bfcl_safe.interp import limits
 from bfcl_safe.interp.errors import RejectedInput
@@ -129,25 +128,15 @@ def _prompting_texts(step: Any) -> list[str]:
     return texts
 
 
-@lru_cache(maxsize=CACHED_TEXTS)
-def _prompting_texts_cached(step: str) -> tuple[str, ...] | list[str]:
-    """The call texts of a step text, as a tuple; a failure as ``[message]`` (a list, so
-    it can never be mistaken for texts; kept as data, not as an exception object, whose
-    traceback would keep every frame it crossed alive)."""
-    try:
-        return tuple(_prompting_texts(step))
-    except DecodeError as exc:
-        return [str(exc)]
+#: The call texts of short step texts, as tuples (see :class:`~.base.Memo`).
+_MEMO = Memo()
 
 
 def display_prompting(step: Any) -> list[str]:
     # A model's steps repeat (the same answer across categories and entries that share
     # a question; ground truth replayed): short step texts are decoded once.
     if type(step) is str and len(step) <= CACHED_STEP_LENGTH:
-        texts = _prompting_texts_cached(step)
-        if type(texts) is list:
-            raise DecodeError(texts[0])
-        return list(texts)
+        return list(_MEMO.get(step, lambda: tuple(_prompting_texts(step))))
     return _prompting_texts(step)
 
 
