@@ -871,7 +871,7 @@ def _refused_error(name: str, args: tuple, kwargs: Mapping[str, Any]) -> str | N
                 message = _converter_error(name, parameter, kind, given[parameter])
                 if message is not None:
                     return message
-        if name == "open" and type(given["file"]) not in (str, bytes, int, bool, float):
+        if name == "open" and type(given["file"]) not in (str, bytes, int, bool):  # (an int is a descriptor)
             return f"expected str, bytes or os.PathLike object, not {type(given['file']).__name__}"
         return None
     if name in _ATTRIBUTE_NAME_POSITION:

@@ -380,6 +380,7 @@ def call_text(draw) -> str:
 # ----------------------------------------------------------------------------- properties
 
 @given(st.lists(call_text(), min_size=1, max_size=3))
+@example(["open(0.5)", "open(None)", "open([], mode=None)", "open({}, buffering=0.5)"])
 @example(["exec()", "exec(cmd=['bash', '-lc', 'pwd'])", "exec(1, 2, 3, 4)", "exec(None)", "ｅｘｅｃ()",
           "eval()", "eval(a=1)", "open()", "compile()", "getattr(1, 2)", "globals(1)", "input(1, 2)", "vars(1, 2)"])
 @example(["len('abc')", "round(2.675, 2)", "round(0.5)", "sorted([3, 1, 2], reverse=True)", "sum([0.1] * 10)",
