@@ -96,12 +96,12 @@ def _int_digits(value: int) -> int:
     return int(abs(value).bit_length() * _DIGITS_PER_BIT) + 1
 
 
-def check_depth(value: Any, limit: int = limits.MAX_NESTING_DEPTH) -> None:
-    """Refuse (:class:`~bfcl_safe.interp.errors.RejectedInput`) a value of lists, tuples,
-    dicts and sets nested deeper than ``limit``; iterative, so it never recurses itself.
-    Call it on model-given arguments before anything copies or renders them."""
+def _deepest(value: Any, limit: int) -> Any:
+    """The first object found nested ``limit`` deep in ``value`` (an object met again
+    is explored again only when met deeper, so a shared item is measured at its deepest
+    and a value containing itself reaches the limit), else None. Iterative."""
     stack = [(value, 0)]
-    seen: set[int] = set()
+    reached: dict[int, int] = {}
     while stack:
         item, depth = stack.pop()
         kind = type(item)
@@ -112,32 +112,41 @@ def check_depth(value: Any, limit: int = limits.MAX_NESTING_DEPTH) -> None:
         else:
             continue
         if depth >= limit:
-            raise RejectedInput(f"nesting deeper than {limit}")
-        if id(item) in seen:
+            return item
+        if reached.get(id(item), -1) >= depth:
             continue
-        seen.add(id(item))
+        reached[id(item)] = depth
         stack.extend((child, depth + 1) for child in children)
+    return None
+
+
+def check_depth(value: Any, limit: int = limits.MAX_NESTING_DEPTH) -> None:
+    """Refuse (:class:`~bfcl_safe.interp.errors.RejectedInput`) a value of lists, tuples,
+    dicts and sets nested deeper than ``limit`` (or containing itself); iterative, so it
+    never recurses itself. Call it on model-given arguments before anything copies or
+    renders them."""
+    if _deepest(value, limit) is not None:
+        raise RejectedInput(f"nesting deeper than {limit}")
 
 
 def check_plain(value: Any, limit: int = limits.MAX_NESTING_DEPTH) -> None:
     """Raise :class:`NotComputable` unless ``value`` is a plain value (see the module
     docstring) nested at most ``limit`` deep."""
-    stack = [(value, 0)]
+    stack = [value]
     seen: set[int] = set()
     while stack:
-        item, depth = stack.pop()
+        item = stack.pop()
         kind = type(item)
         if kind in _SCALARS:
             continue
         if kind not in _CONTAINERS:
             raise NotComputable(f"a value of type {kind.__name__} is not computed on")
-        if depth >= limit:
-            raise NotComputable(f"nesting deeper than {limit}")
         if id(item) in seen:
             continue
         seen.add(id(item))
-        children = [*item.keys(), *item.values()] if kind is dict else item
-        stack.extend((child, depth + 1) for child in children)
+        stack.extend([*item.keys(), *item.values()] if kind is dict else item)
+    if _deepest(value, limit) is not None:
+        raise NotComputable(f"nesting deeper than {limit}")
 
 
 def value_size(value: Any, text: Callable[[Any], int] = len) -> int:

@@ -507,3 +507,20 @@ def test_security_md_lists_exactly_the_table() -> None:
     refused = section.split("### Refused", 1)[1].split("###", 1)[0]
     assert set(re.findall(r"^\| `(\w+)` \|", pure, re.M)) == set(PURE_BUILTINS)
     assert set(re.findall(r"^\| `(\w+)` \|", refused, re.M)) == set(REFUSED_BUILTINS)
+
+
+def test_check_depth_measures_a_shared_item_at_its_deepest_and_refuses_a_cycle() -> None:
+    shared: Any = 1
+    for _ in range(90):
+        shared = [shared]
+    deep_path: Any = shared
+    for _ in range(20):
+        deep_path = [deep_path]
+    with pytest.raises(RejectedInput, match=r"nesting deeper than 100"):
+        check_depth([shared, deep_path])  # shared first at depth 1, then at depth 21
+    cycle: list = []
+    cycle.append(cycle)
+    with pytest.raises(RejectedInput, match=r"nesting deeper than 100"):
+        check_depth(cycle)
+    with pytest.raises(NotComputable, match=r"nesting deeper than 100"):
+        check_plain({"k": cycle})
