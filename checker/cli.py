@@ -26,7 +26,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import attrs
 import click
@@ -404,7 +404,7 @@ def _discover(plan: Plan, say: Messages) -> list[Any]:
     return files
 
 
-def _score(plan: Plan, options: Any, dataset: Dataset, *, partial_credit_column: bool) -> int:
+def _score(plan: Plan, options: Any, dataset: Dataset, *, partial_credit_column: bool, pool: Any = None) -> int:
     """Score, print the table and what was refused or included; return the exit status."""
     from bfcl_safe.checker import runner
 
@@ -428,7 +428,8 @@ def _score(plan: Plan, options: Any, dataset: Dataset, *, partial_credit_column:
         bar.__enter__()
     try:
         run = runner.score_tree(plan.result_dir, plan.score_dir, dataset, options,
-                                progress=bar.update if bar is not None else None, report=say, files=files)
+                                progress=bar.update if bar is not None else None, report=say, files=files,
+                                pool=pool)
     finally:
         if bar is not None:
             bar.close()
@@ -517,6 +518,10 @@ def _existing_dir(path: Path, flag: str) -> Path:
               help="Processes to score in: this one and N-1 forked from it (worth it on "
                    "thousands of entries; README, Known limits: state carried across entries). One process "
                    "where forking is unsafe.")
+@click.option("--ray-address", default=None, metavar="ADDRESS",
+              help="Score on a Ray cluster instead, with --jobs actors: auto (the cluster this machine is in), "
+                   "ray://HOST:PORT, or local (a Ray instance on this machine). Needs the ray extra; the "
+                   "dataset (--data, else the cache) must be readable on every node.")
 @click.option("--decoder", type=click.Choice(sorted(DECODERS)), default=None,
               help="Force a step decoder: fc (API function calling), prompting (Python call text), "
                    "json (xLAM-style), auto (per step). Default: the one the model's BFCL handler uses, "
@@ -535,7 +540,8 @@ def _existing_dir(path: Path, flag: str) -> Path:
                    "data_multi_turn.csv (official accuracies unchanged).")
 def evaluate(models: tuple[str, ...], categories: tuple[str, ...], result_dir: Path | None, score_dir: Path | None,
              partial_eval: bool, data: str | None, jobs: int, decoder: str | None, model_name: str | None,
-             model_map: Path | None, strict_irrelevance: bool, check_order: bool, partial_credit: bool) -> None:
+             model_map: Path | None, strict_irrelevance: bool, check_order: bool, partial_credit: bool,
+             ray_address: str | None = None) -> None:
     """Score result files like `bfcl evaluate` on the multi-turn categories."""
     from bfcl_safe.checker.runner import Options
 
@@ -562,7 +568,17 @@ def evaluate(models: tuple[str, ...], categories: tuple[str, ...], result_dir: P
         plan = attrs.evolve(plan, settings=settings)
     options = Options(decoder=decoder, jobs=jobs, strict_irrelevance=strict_irrelevance,
                       check_order=check_order, partial=partial_eval, partial_credit=partial_credit)
-    status = _score(plan, options, dataset, partial_credit_column=partial_credit)
+    pool = None
+    if ray_address is not None:  # (bfcl_safe.integrations.ray: MissingExtra without the extra)
+        from bfcl_safe.integrations.ray import RayPool, connect
+
+        connect(ray_address)
+        pool = RayPool(data, jobs)
+    try:
+        status = _score(plan, options, dataset, partial_credit_column=partial_credit, pool=pool)
+    finally:
+        if pool is not None:
+            pool.close()
     if status:
         sys.exit(status)
 
