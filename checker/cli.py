@@ -443,6 +443,9 @@ def _score(plan: Plan, options: Any, dataset: Dataset, *, partial_credit_column:
         f"Score files are in {shown(plan.score_dir)}; data_multi_turn.csv was NOT written (see above)"
     click.echo(f"\nScored {entries} entries in {elapsed:.1f}s. {where}")
 
+    if options.partial and scores:
+        click.echo("note: --partial-eval: accuracies are over the entries present in each file; they can differ "
+                   "from a full evaluation and from the leaderboard", err=True)
     if run.failed_entries:
         kinds = Counter(error_type for _, _, error_type in run.failed_entries)
         click.echo("Non-official failures (see SECURITY.md): "

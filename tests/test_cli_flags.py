@@ -177,6 +177,7 @@ def test_partial_eval_and_its_alias(runner, tmp_path, flag):
     summary = json.loads((tmp_path / "score" / MODEL_A / "multi_turn" / "BFCL_v4_multi_turn_base_score.json")
                          .read_text().splitlines()[0])
     assert summary == {"accuracy": 1.0, "correct_count": ENTRIES, "total_count": ENTRIES}
+    assert "note: --partial-eval: accuracies are over the entries present in each file" in _err(out)
 
 
 def test_without_partial_eval_a_file_lacking_entries_is_reported(runner, tmp_path):
