@@ -280,9 +280,10 @@ def test_score_files_this_run_did_not_write_are_listed(runner, tmp_path):
 def _failing_score_tree(error: BaseException, write_first: bool = False):
     real = runner_module.score_tree
 
-    def score_tree(result_dir, score_dir, dataset, options, *, progress=None, report=print, files=None):
+    def score_tree(result_dir, score_dir, dataset, options, *, progress=None, report=print, files=None, **more):
         if write_first:
-            real(result_dir, score_dir, dataset, options, progress=progress, report=report, files=list(files)[:1])
+            real(result_dir, score_dir, dataset, options, progress=progress, report=report, files=list(files)[:1],
+                 **more)
         raise error
 
     return score_tree
