@@ -41,7 +41,9 @@ def play(entry_id: str, replies, partial_credit: bool = False) -> tuple[Conversa
 def test_conversations_agree_with_evaluate(category):
     outcomes: Counter = Counter()
     disagreements = []
-    for entry_id, kind, replies in scripts([category]):
+    for number, (entry_id, kind, replies) in enumerate(scripts([category])):
+        if kind != "ground-truth" and number % 5:
+            continue  # every 5th mutated script (the verifiers and Inspect tests take others)
         conversation, sent, _ = play(entry_id, replies)
         result = result_of(sent)
         verdict = evaluate_verdict(entry_id, result)
@@ -56,7 +58,7 @@ def test_conversations_agree_with_evaluate(category):
             disagreements.append((entry_id, kind, got[:6], want[:6]))
     print(f"{category}: {sum(outcomes.values())} conversations; {dict(outcomes)}")
     assert sum(n for (truth, _), n in outcomes.items() if truth) == 200
-    assert sum(outcomes.values()) >= 1400
+    assert sum(outcomes.values()) >= 450
     assert disagreements == []
 
 
