@@ -11,7 +11,9 @@ The pool interface (what ``checker/runner.py`` uses, and what another pool must 
   the last-resort guard): nothing else of the batch is lost with it;
 - ``progress(n)`` is called in the calling process as lines finish;
 - ``work`` is given when the pool is made: ``functools.partial(scoring.score_text,
-  dataset)`` here. Everything that crosses a process boundary is text: no pickles.
+  dataset)`` here. Everything that crosses a process boundary is text: no pickles. (In
+  this process the runner gives :class:`InProcessPool` ``scoring.score_in_process``,
+  the same function without the text form: results are then ``LineResult`` objects.)
 
 Two pools: :class:`InProcessPool` (``--jobs 1``; also where forking is unsafe) calls
 ``work`` in this process, line by line, and :class:`ForkPool` (``--jobs N``) forks N
@@ -54,7 +56,7 @@ import struct
 import threading
 import time
 from collections import deque
-from typing import Callable, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 import attrs
 
@@ -91,14 +93,15 @@ def cannot_fork() -> str | None:
 
 @attrs.define
 class InProcessPool:
-    """Runs every line in this process, in order (no guard: budgets bound each entry)."""
+    """Runs every line in this process, in order (no guard: budgets bound each entry).
+    ``work`` may return any object here: nothing is sent anywhere."""
 
-    work: Work
+    work: Callable[[str, str], Any]
 
-    def map(self, tasks: Sequence[Task], progress: Callable[[int], None] | None = None) -> list[list[str | Lost]]:
+    def map(self, tasks: Sequence[Task], progress: Callable[[int], None] | None = None) -> list[list[Any]]:
         out = []
         for context, lines in tasks:
-            results: list[str | Lost] = []
+            results: list[Any] = []
             for line in lines:
                 results.append(self.work(context, line))
                 if progress:

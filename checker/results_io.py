@@ -383,6 +383,7 @@ def read_lines(path: Path) -> Iterator[Line]:
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
 _BRACKET = re.compile(r"[\[\]{}]")
 _STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+_NOT_BRACKETS = bytes(byte for byte in range(256) if byte not in b"[]{}")
 
 
 def nesting_depth(text: str) -> int:
@@ -399,9 +400,17 @@ def deeper_than(text: str, limit: int) -> bool:
     too), the exact count only when they cannot tell."""
     if text.count("[") + text.count("{") <= limit:
         return False
-    if max(accumulate(map(_STEP.__getitem__, _BRACKET.findall(text))), default=0) <= limit:
-        return False
-    return nesting_depth(text) > limit
+    # The brackets alone, then a bound per chunk of them: the depth before the chunk
+    # plus the openers in it (a few C calls per 128 brackets instead of one per bracket).
+    brackets = text.encode("utf-8", "surrogatepass").translate(None, _NOT_BRACKETS)
+    depth = 0
+    for start in range(0, len(brackets), 128):
+        chunk = brackets[start : start + 128]
+        openers = chunk.count(b"[") + chunk.count(b"{")
+        if depth + openers > limit:
+            return nesting_depth(text) > limit
+        depth += 2 * openers - len(chunk)
+    return False
 
 
 class LineProblem(BfclSafeError, ValueError):

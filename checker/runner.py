@@ -62,6 +62,7 @@ from bfcl_safe.checker.scoring import (
     LineResult,
     Options,
     lost_result,
+    score_in_process,
     score_text,
 )
 from bfcl_safe.interp.errors import BfclSafeError
@@ -144,13 +145,15 @@ def check_score_dir(result_dir: Path, score_dir: Path) -> None:
 
 
 def make_pool(dataset: Dataset, jobs: int, report: Callable[[str], None]) -> Pool:
-    work = functools.partial(score_text, dataset)
+    """``--jobs N``: a ForkPool of N children running :func:`scoring.score_text`; one
+    process (or where forking is unsafe): the same function in this process, its result
+    kept as a :class:`LineResult` instead of text."""
     if jobs > 1:
         reason = cannot_fork()
         if reason is None:
-            return ForkPool(work, jobs)
+            return ForkPool(functools.partial(score_text, dataset), jobs)
         report(f"--jobs {jobs}: {reason}; scoring in one process")
-    return InProcessPool(work)
+    return InProcessPool(functools.partial(score_in_process, dataset))
 
 
 @attrs.define
@@ -338,6 +341,8 @@ def _collect(item: _File, results: list, score_dir: Path, dataset: Dataset, opti
         (number, text), result = item.lines[index], results[index]
         if isinstance(result, Lost):
             line_result = lost_result(text, item.context, result.reason)
+        elif isinstance(result, LineResult):
+            line_result = result
         else:
             line_result = LineResult.from_text(result)
         results[index] = None  # (its text is in line_result now)

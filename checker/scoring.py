@@ -21,6 +21,7 @@ digit limit, a tuple as a dict key) is rendered with those parts degraded
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any, Sequence
 
@@ -120,9 +121,22 @@ class LineResult:
 
 def score_text(dataset: Dataset, context: str | Context, text: str) -> str:
     """One result line scored: its :class:`LineResult` as text (see the module docstring)."""
-    if isinstance(context, str):
-        context = Context.from_text(context)
-    return score_line(dataset, context, text).to_text()
+    return score_line(dataset, _context(context), text).to_text()
+
+
+def score_in_process(dataset: Dataset, context: str | Context, text: str) -> LineResult:
+    """:func:`score_text` without the text form of its result (what a pool in this
+    process runs: nothing crosses a process boundary)."""
+    return score_line(dataset, _context(context), text)
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed_context(text: str) -> Context:
+    return Context.from_text(text)
+
+
+def _context(context: str | Context) -> Context:
+    return _parsed_context(context) if isinstance(context, str) else context
 
 
 def score_line(dataset: Dataset, context: Context, text: str) -> LineResult:

@@ -32,6 +32,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from bfcl_safe.checker import results_io, runner, scoring
 from bfcl_safe.checker.errors import INTERNAL_ERROR, RESOURCE_LIMIT
@@ -626,3 +628,8 @@ def test_a_planted_score_file_too_deep_to_parse_leaves_the_per_turn_column_na(tm
     run = score_tree(result, score, dataset(), Options(partial=True, partial_credit=True))
     rows = list(csv.reader(io.StringIO(run.csv_path.read_bytes().decode("utf-8"), newline="")))
     assert {row[1]: row[-1] for row in rows[1:]}["planted"] == "N/A"
+
+
+@given(st.text(st.sampled_from('[]{}"\\a, é'), max_size=3000), st.sampled_from([0, 1, 3, 40, 200]))
+def test_the_quick_depth_bound_agrees_with_the_exact_count(text: str, limit: int) -> None:
+    assert results_io.deeper_than(text, limit) == (results_io.nesting_depth(text) > limit)
