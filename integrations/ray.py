@@ -49,15 +49,32 @@ except ImportError:  # pragma: no cover - only without the extra
 
 from bfcl_safe.checker.dataset import Dataset
 from bfcl_safe.checker.parallel import Lost
+from bfcl_safe.interp.errors import BfclSafeError
+
+
+class RayUnavailable(BfclSafeError, ConnectionError):
+    """Ray could not be reached at ``address``; ``cause`` names the exception Ray raised."""
+
+    def __init__(self, address: str | None, cause: str):
+        self.address = address
+        self.cause = cause
+        super().__init__(f"cannot connect to Ray at {address or 'a new local instance'!r} ({cause})")
+
+    def __reduce__(self):
+        return (type(self), (self.address, self.cause))
 
 
 def connect(address: str | None = None, **init_args: Any) -> None:
     """Connect this process to Ray unless it is already: ``address`` ``"auto"`` (the
     cluster this machine belongs to), ``"ray://host:port"``, ``"local"``/None (a new
-    local instance). ``init_args`` go to ``ray.init`` (e.g. ``num_cpus``)."""
+    local instance). ``init_args`` go to ``ray.init`` (e.g. ``num_cpus``).
+    :class:`RayUnavailable` when Ray cannot be reached."""
     if ray.is_initialized():
         return
-    ray.init(address=None if address in (None, "local") else address, **init_args)
+    try:
+        ray.init(address=None if address in (None, "local") else address, **init_args)
+    except (ConnectionError, RuntimeError, ValueError, TimeoutError) as exc:
+        raise RayUnavailable(address, type(exc).__name__) from None
 
 
 class _Scorer:
@@ -163,4 +180,4 @@ class _EpisodeActor:
 EpisodeActor = ray.remote(_EpisodeActor)
 
 
-__all__ = ["EpisodeActor", "RayPool", "connect", "score_tree_on_ray"]
+__all__ = ["EpisodeActor", "RayPool", "RayUnavailable", "connect", "score_tree_on_ray"]
