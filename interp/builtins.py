@@ -264,6 +264,7 @@ def _percent(template: str | bytes, args: Any) -> Any:
     next_arg = 0
     index = 0
     length = len(text)
+    marks: list[tuple[int, int, int]] = []  # after each conversion: pieces, extra so far, arguments taken
 
     def star_argument(position: int, pads: bool, is_width: bool) -> None:
         nonlocal extra
@@ -342,11 +343,13 @@ def _percent(template: str | bytes, args: Any) -> Any:
             piece += "." + precision
         pieces.append(piece + text[modifiers : at + 1])
         if kind == "":
+            marks.append((len(pieces), extra, next_arg))
             break  # "incomplete format"
         if kind != "%":
             conversions += 1
             if not keyed:
                 next_arg += 1
+        marks.append((len(pieces), extra, next_arg))
         index = at + 1
     if type(args) is dict:
         largest = max((rendered_size(v) for v in args.values()), default=0)
@@ -358,6 +361,18 @@ def _percent(template: str | bytes, args: Any) -> Any:
     if extra == 0:
         _charge(natural)
         return template % args
+    limit = limits.ENTRY_BUDGETS[COMPUTED_SIZE]
+    if extra > limit:
+        # CPython writes conversion after conversion: where the one that takes the result
+        # past the limit would be written, the reference has used that memory before any
+        # later error (even "not all arguments converted"). Errors up to and within that
+        # conversion come first (its checks precede its padding).
+        count, spent, taken = next(mark for mark in marks if mark[1] > limit)
+        head = "".join(pieces[:count])
+        head_template = head if type(template) is str else head.encode("latin-1")
+        head_args = tuple(dry_args[:taken]) if dry_args is not None else args
+        head_template % head_args  # raises what the real run raises before that point
+        raise BudgetExceeded(COMPUTED_SIZE, limit, spent)
     dry_text = "".join(pieces)
     dry_template = dry_text if type(template) is str else dry_text.encode("latin-1")
     dry = dry_template % (tuple(dry_args) if dry_args is not None else args)  # raises what the real run raises

@@ -380,6 +380,8 @@ def call_text(draw) -> str:
 # ----------------------------------------------------------------------------- properties
 
 @given(st.lists(call_text(), min_size=1, max_size=3))
+@example(["abs(0, ('x%*s' % (1771451321, '', '',)))", "repr('%1900000000d %d' % (1, 'x'))",
+          "repr('%d %1900000000d' % ('x', 1))", "repr('%1900000000' % 1)", "repr('%1900000000d' % ())"])
 @example(["open(0.5)", "open(None)", "open([], mode=None)", "open({}, buffering=0.5)"])
 @example(["exec()", "exec(cmd=['bash', '-lc', 'pwd'])", "exec(1, 2, 3, 4)", "exec(None)", "ｅｘｅｃ()",
           "eval()", "eval(a=1)", "open()", "compile()", "getattr(1, 2)", "globals(1)", "input(1, 2)", "vars(1, 2)"])

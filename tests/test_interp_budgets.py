@@ -54,6 +54,8 @@ REFUSED_BEFORE_COMPUTING = [
     ("percent-precision-int", "keep(value='%.1900000000d' % 7)", "computed_size"),
     ("percent-precision-float", "keep(value='%.1900000000f' % 7.5)", "computed_size"),
     ("percent-mapping", "keep(value='%(a)1900000000s' % {'a': 1})", "computed_size"),
+    ("percent-error-after-the-big-field", "keep(value='%1900000000d %d' % (1, 'x'))", "computed_size"),
+    ("percent-extra-argument-after-the-big-field", "keep(value='x%*s' % (1771451321, '', ''))", "computed_size"),
     ("percent-nested-key", "keep(value='%(((a)))1900000000s' % {'((a))': 1})", "computed_size"),
     ("percent-star-precision", "keep(value='%.*f' % (2000000000, 1.5))", "computed_size"),
     ("percent-precision-near-int-max", "keep(value='%.2147483646f' % 1.0)", "computed_size"),
@@ -95,6 +97,9 @@ ALLOWED_NEAR_THE_LIMITS = [
     ("percent-wrong-type-fails-first", "keep(value='%1900000000d' % 'x')",
      "Error during execution: %d format: a real number is required, not str"),
     ("percent-width-too-big", "keep(value='%99999999999999999999d' % 1)", "Error during execution: width too big"),
+    ("percent-error-before-the-big-field", "keep(value='%d %1900000000d' % ('x', 1))",
+     "Error during execution: %d format: a real number is required, not str"),
+    ("percent-incomplete-after-width", "keep(value='%1900000000' % 1)", "Error during execution: incomplete format"),
 ]
 
 
