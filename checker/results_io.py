@@ -398,11 +398,12 @@ def deeper_than(text: str, limit: int) -> bool:
     """Whether :func:`nesting_depth` of ``text`` exceeds ``limit``; cheap bounds first
     (how many openers there are at all, then the depth counting brackets inside strings
     too), the exact count only when they cannot tell."""
-    if text.count("[") + text.count("{") <= limit:
+    data = text.encode("utf-8", "surrogatepass")  # (bytes.count is memchr-fast; str.count is not on non-ASCII text)
+    if data.count(b"[") + data.count(b"{") <= limit:
         return False
     # The brackets alone, then a bound per chunk of them: the depth before the chunk
     # plus the openers in it (a few C calls per 128 brackets instead of one per bracket).
-    brackets = text.encode("utf-8", "surrogatepass").translate(None, _NOT_BRACKETS)
+    brackets = data.translate(None, _NOT_BRACKETS)
     depth = 0
     for start in range(0, len(brackets), 128):
         chunk = brackets[start : start + 128]
