@@ -63,10 +63,12 @@ def _oracle_main() -> None:
 
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
     warnings.simplefilter("ignore")
+    commands = sys.stdin
+    sys.stdin = open(os.devnull)  # input() in a generated text must not read the commands
     table = MethodTable([])
     run_call("len(repr(1 + 2))", table)  # imports done: timeouts below measure the work only
     print(json.dumps("ready"), flush=True)
-    for line in sys.stdin:
+    for line in commands:
         text = json.loads(line)
         try:
             with Budget().active():
