@@ -161,6 +161,9 @@ class Oracle:
             self.stop()
             reference = {"timeout": True}
         self.compared += 1
+        progress = os.environ.get("BFCL_SAFE_ORACLE_PROGRESS")
+        if progress and self.compared % 50 == 0:  # for reporting long fuzz runs
+            Path(progress).write_text(f"{self.compared}\n")
         return ours, reference
 
 
