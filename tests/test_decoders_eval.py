@@ -88,7 +88,9 @@ def _displays(inner: st.SearchStrategy) -> st.SearchStrategy:
     return st.one_of(
         items.map(lambda xs: "[" + ", ".join(xs) + "]"),
         items.map(lambda xs: "(" + "".join(x + ", " for x in xs) + ")"),
-        st.lists(inner, min_size=1, max_size=3).map(lambda xs: "{" + ", ".join(xs) + "}"),
+        # At most two elements: CPython folds a set display of three or more constants into
+        # a frozenset constant whose order can differ (README, Known limits; see below).
+        st.lists(inner, min_size=1, max_size=2).map(lambda xs: "{" + ", ".join(xs) + "}"),
         st.lists(st.tuples(inner, inner), max_size=3).map(lambda kv: "{" + ", ".join(f"{k}: {v}" for k, v in kv) + "}"),
     )
 
@@ -204,3 +206,16 @@ def test_binary_operations_in_arguments_agree(child, decoder, step):
     elif decoder == "nemotron":
         step = "<TOOLCALL>" + step + "</TOOLCALL>"
     agree(child, decoder, step)
+
+
+#: Found by the fuzz run: CPython folds a set display of three or more constants into a
+#: frozenset constant (rebuilt while the compiler merges constants), so ``str()`` of the
+#: set can iterate in another order than one built element by element. A known limit
+#: (README), shared with the interpreter's (tests/test_interp_vs_eval.py).
+FOLDED_SET = '{"name": "ls", "parameters": {"a": {0, \'\\\\\\\\\\\\\', \'\\\\\\\\\\\\\\\'"\'}}}'
+
+
+@pytest.mark.xfail(strict=True, reason="known limit: CPython's folded set constants iterate in another order")
+def test_folded_set_display_order(child):
+    agree(child, "llama_python_tag", FOLDED_SET)
+

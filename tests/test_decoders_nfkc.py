@@ -126,6 +126,9 @@ CASES = [
     "[ls(a=\u2118)]",
     "[ls(a=x\u00b2)]",
     "[ls(\uff3f=1)]",
+    "[True(ls=True, b=True + 1)]",  # found by the fuzz run: a keyword constant called
+    "[Ｔｒｕｅ(ls=1)]",
+    "[True.x(a=1)]",
 ]
 
 

@@ -136,6 +136,9 @@ def evaluate(node: cst.CSTNode) -> Any:
     if isinstance(node, cst.Tuple):
         return tuple(_elements(node.elements))
     if isinstance(node, cst.Set):
+        # Built element by element; CPython folds a display of three or more constants
+        # into a frozenset constant first, which may iterate in another order (README,
+        # Known limits: the str() of such a set can differ).
         return _computed(set, _elements(node.elements))  # an unhashable element: TypeError
     if isinstance(node, cst.Dict):
         return _dict(node)

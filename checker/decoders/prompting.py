@@ -89,9 +89,15 @@ def fast_calls(tree: tuple) -> list[dict]:
     return calls
 
 
+#: Keywords the fast path reads as names: called, they are constants in ``ast``, and the
+#: reference's call name has no part for them (``True()`` is the call ``''``).
+_KEYWORD_CONSTANTS = frozenset({"True", "False", "None"})
+
+
 def _fast_call(node: tuple) -> dict:
     # Positional arguments are dropped, as in the reference.
-    return {node[1]: {key: _fast_value(value) for key, value in node[2] if key is not None}}
+    name = "" if node[1] in _KEYWORD_CONSTANTS else node[1]
+    return {name: {key: _fast_value(value) for key, value in node[2] if key is not None}}
 
 
 def _fast_value(node: tuple) -> Any:

@@ -199,8 +199,8 @@ def _call_name(node: cst.Call) -> str:
     while isinstance(func, cst.Attribute):
         parts.append(identifier(func.attr.value))
         func = func.value
-    if isinstance(func, cst.Name):
-        parts.append(identifier(func.value))
+    if isinstance(func, cst.Name) and func.value not in _NAMED_CONSTANTS:
+        parts.append(identifier(func.value))  # ``True(...)``: a constant in ast, no name part
     return ".".join(reversed(parts))
 
 
