@@ -439,11 +439,14 @@ def _sequence_times(sequence: Any, count: Any) -> None:
 
 
 def _shift_overflows(left: int, count: int) -> bool:
-    """Whether CPython refuses ``left << count`` at once ("too many digits in integer")."""
-    if count > _PY_SSIZE_T_MAX:
+    """Whether CPython refuses ``left << count`` at once ("too many digits in integer":
+    ``divmod_shift`` clips a huge word shift, ``_PyLong_New`` refuses the size); below
+    that it tries to allocate the result."""
+    words = count // 30
+    if words >= _PY_SSIZE_T_MAX // 4:
         return True
-    words = abs(left).bit_length() // 30 + 1 + count // 30 + (1 if count % 30 else 0)
-    return words > _MAX_LONG_DIGITS
+    size = (abs(left).bit_length() + 29) // 30 + words + (1 if count % 30 else 0)
+    return size > _MAX_LONG_DIGITS
 
 
 def _check_binary(op: str, left: Any, right: Any) -> None:
