@@ -204,7 +204,7 @@ def _charge(size: int) -> None:
     with no active budget (one value alone), else count it."""
     limit = limits.ENTRY_BUDGETS[COMPUTED_SIZE]
     if size > limit:
-        raise BudgetExceeded(COMPUTED_SIZE, limit, size)
+        raise BudgetExceeded(COMPUTED_SIZE, limit, min(size, _PY_SSIZE_T_MAX))
     budget.charge(COMPUTED_SIZE, size)
 
 
@@ -213,7 +213,7 @@ def _charge_int(digits: int) -> None:
     :data:`~bfcl_safe.interp.limits.MAX_COMPUTED_INT_DIGITS` CPython needs many seconds
     to minutes (``3 ** 10 ** 7``), so it is refused like any value past its budget."""
     if digits > limits.MAX_COMPUTED_INT_DIGITS:
-        raise BudgetExceeded(COMPUTED_INT_DIGITS, limits.MAX_COMPUTED_INT_DIGITS, digits)
+        raise BudgetExceeded(COMPUTED_INT_DIGITS, limits.MAX_COMPUTED_INT_DIGITS, min(digits, _PY_SSIZE_T_MAX))
     budget.charge(COMPUTED_INT_DIGITS, digits)
     _charge(digits)
 
@@ -463,7 +463,8 @@ def _check_binary(op: str, left: Any, right: Any) -> None:
         _charge_int_work(left, right)
     elif op == "**":
         if lt in (int, bool) and rt in (int, bool) and right > 0 and abs(left) > 1:
-            _charge_int(int(right * math.log10(abs(left))) + 1)
+            # (in ints: the exponent may be far past what a float holds)
+            _charge_int(right * (int(math.log10(abs(left)) * 10**9) + 1) // 10**9 + 1)
     elif op == "<<":
         if lt in (int, bool) and rt in (int, bool) and right > 0 and left != 0 and not _shift_overflows(left, right):
             _charge_int(_int_digits(left) + int(right * _DIGITS_PER_BIT) + 1)
