@@ -164,6 +164,9 @@ LLAMA_CASES = [
     '{"name": "ls", "parameters": {"a": ｌｅｎ("ab")}}',
     '{"name": "ls", "parameters": {"a": len(1)}}',
     '{"name": "ls", "parameters": {"a": "%5d" % 3}}',
+    # Found by the fuzz run: Ellipsis in a union, and `not` of it.
+    '{"name": "ls", "parameters": {}} | {"name": ..., "parameters": {}}',
+    '{"name": "ls", "parameters": {"a": not ..., "b": 0 + (not ...)}}',
 ]
 
 
@@ -182,6 +185,7 @@ PROMPTING_CASES = [
     '[ls(a=Ｔｒｕｅ + 1)]',
     '[ls(a=sorted([3, 1]) + [0])]',
     '[ls(a=ls(b=1) + 1)]',
+    '[ls(a=0 + (not ...))]',
 ]
 
 

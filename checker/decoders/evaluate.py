@@ -29,8 +29,8 @@ from typing import Any
 import libcst as cst
 
 from bfcl_safe.checker.decoders.base import DecodeError, identifier
-from bfcl_safe.interp import limits
-from bfcl_safe.interp.builtins import NotComputable, PURE_BUILTINS, binary_op, call_builtin, unary_op
+from bfcl_safe.interp import budget, limits
+from bfcl_safe.interp.builtins import COMPUTED_SIZE, NotComputable, PURE_BUILTINS, binary_op, call_builtin, unary_op
 from bfcl_safe.interp.errors import BudgetExceeded
 
 #: Names ``eval`` resolves to constants (compiled as such, whatever the globals).
@@ -143,11 +143,20 @@ def evaluate(node: cst.CSTNode) -> Any:
     if isinstance(node, cst.Dict):
         return _dict(node)
     if isinstance(node, cst.UnaryOperation):
-        return _computed(unary_op, _UNARY_OPERATORS[type(node.operator)], evaluate(node.expression))
+        operand = evaluate(node.expression)
+        if isinstance(node.operator, cst.Not):
+            return not operand  # truth of a literal value: constant time, any value
+        return _computed(unary_op, _UNARY_OPERATORS[type(node.operator)], operand)
     if isinstance(node, cst.BinaryOperation):
         left = evaluate(node.left)
         right = evaluate(node.right)
-        return _computed(binary_op, _BINARY_OPERATORS[type(node.operator)], left, right)
+        op = _BINARY_OPERATORS[type(node.operator)]
+        if op == "|" and type(left) is dict and type(right) is dict:
+            # A union of dicts whatever their values (``...`` included, which the table of
+            # plain values leaves out): the right side wins per key, as in CPython.
+            budget.charge(COMPUTED_SIZE, len(left) + len(right) + 1)
+            return {**left, **right}
+        return _computed(binary_op, op, left, right)
     if isinstance(node, cst.Call):
         return _call(node)
     raise DecodeError(f"{type(node).__name__} is not evaluated: the reference would run it; refused")
