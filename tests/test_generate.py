@@ -117,6 +117,8 @@ PROMPTING_STEPS = {
     "name_in_arithmetic": "ls(a=(x + 1) + y)",
     "starred_dict": "ls(a={**b})",
     "element_not_a_call_after_a_call": "[ls(a=b.c), 3]",
+    # found by tests/test_generate_properties.py (the reference names such a call "")
+    "constant_as_call_name": "[True()]",
 }
 
 
@@ -132,17 +134,7 @@ def _our_outcome(step, mode):
     return ("error", decoded) if isinstance(decoded, str) else ("ok", decoded[0])
 
 
-# Found by tests/test_generate_properties.py; in checker/decoders (the scorer decodes alike),
-# kept visible as a strict xfail: a constant as the called name is dropped by the
-# reference (its name is ""), kept by ours.
-PROMPTING_KNOWN_DIFFERENCES = {"constant_as_call_name": "[True()]"}
-
-
-@pytest.mark.parametrize("step", [
-    *PROMPTING_STEPS.values(),
-    *(pytest.param(v, marks=pytest.mark.xfail(strict=True, reason="decoder keeps a constant's name"))
-      for v in PROMPTING_KNOWN_DIFFERENCES.values()),
-], ids=[*PROMPTING_STEPS, *PROMPTING_KNOWN_DIFFERENCES])
+@pytest.mark.parametrize("step", list(PROMPTING_STEPS.values()), ids=list(PROMPTING_STEPS))
 def test_prompting_decoding_and_its_errors_are_the_references(step):
     utils = import_reference("model_handler.utils")
     assert _our_outcome(step, "prompting") == _reference_outcome(utils.default_decode_execute_prompting, step)

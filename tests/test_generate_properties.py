@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from bfcl_safe.generate.inference import decode_reply
 from tests.refenv import import_reference
 
-NAMES = st.sampled_from(["ls", "cd", "mv", "echo", "get_stock_info", "a.b", "x_1"])
+NAMES = st.sampled_from(["ls", "cd", "mv", "echo", "get_stock_info", "a.b", "x_1", "True", "None"])
 KEYS = st.sampled_from(["a", "folder", "content", "x", "_y", "b2"])
 SCALARS = st.one_of(
     st.integers(-10**6, 10**6), st.floats(allow_nan=True, allow_infinity=True, width=32), st.booleans(),
