@@ -31,7 +31,7 @@ from bfcl_safe.checker.dataset import Dataset
 from bfcl_safe.checker.errors import INTERNAL_ERROR, RESOURCE_LIMIT
 from bfcl_safe.checker.results_io import LineProblem, malformed, parse_line, shown_path
 from bfcl_safe.checker.scores import RawJSON, dumps_line, raw_value
-from bfcl_safe.checker.verdict import evaluate_entry
+from bfcl_safe.checker.verdict import CheckOptions, EntryInput, RecordParts, check_entry
 from bfcl_safe.interp.budget import Budget
 from bfcl_safe.interp.errors import BudgetExceeded
 
@@ -207,23 +207,21 @@ def _one_line(exc: BaseException) -> str:
 
 
 def score_entry(dataset: Dataset, item: dict, context: Context) -> dict:
-    """Score one result-file entry; ``{"valid": True}`` or the reference's failure record."""
+    """Score one result-file entry; ``{"valid": True}`` or the reference's failure record.
+    The typed verdict (:func:`~bfcl_safe.checker.verdict.check_entry`) becomes BFCL's
+    record here, once (:meth:`~bfcl_safe.checker.verdict.Verdict.to_record`)."""
     entry_id = item["id"]
-    return evaluate_entry(
-        dataset.entry(entry_id),
-        item["result"],
-        dataset.ground_truth_for(entry_id),
-        model_name=context.model,
-        test_category=context.category,
-        decoder=context.decoder,
-        long_context_data=dataset.long_context_data,
-        prompt_entry=lambda: dataset.prompt_json(entry_id) or dataset.prompt_entry(entry_id),
+    entry = EntryInput(dataset.entry(entry_id), item["result"], dataset.ground_truth_for(entry_id),
+                       model_name=context.model, test_category=context.category, decoder=context.decoder,
+                       long_context_data=dataset.long_context_data)
+    verdict = check_entry(entry, CheckOptions(strict_irrelevance=context.strict_irrelevance,
+                                              check_order=context.check_order))
+    return verdict.to_record(entry, RecordParts(
+        prompt=lambda: dataset.prompt_json(entry_id) or dataset.prompt_entry(entry_id),
         inference_log=item.get("inference_log", ""),
         model_result_json=raw_value(item, "result"),
         possible_answer_json=lambda: dataset.ground_truth_json(entry_id),
-        strict_irrelevance=context.strict_irrelevance,
-        check_order=context.check_order,
-    )
+    ))
 
 
 def failure_record(entry_id: str, model: str, category: str, error_type: str, message: str,
