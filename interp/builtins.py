@@ -86,7 +86,7 @@ class NotComputable(RejectedInput):
 
 # --------------------------------------------------------------------------- plain values
 
-_SCALARS = frozenset({type(None), bool, int, float, complex, str, bytes})
+_SCALARS = frozenset({type(None), type(Ellipsis), bool, int, float, complex, str, bytes})
 _CONTAINERS = frozenset({list, tuple, dict, set, frozenset})
 #: Digits per bit of an int (log10 2), for sizes of ints without converting them.
 _DIGITS_PER_BIT = math.log10(2)

@@ -25,7 +25,7 @@ from hypothesis import given, strategies as st
 
 from bfcl_safe.checker.decoders import DECODERS
 from bfcl_safe.checker.decoders.base import tag_blocks
-from bfcl_safe.checker.decoders.prompting_cst import libcst_depth
+from bfcl_safe.checker.decoders.guard import libcst_depth
 
 ROOT = Path(__file__).resolve().parent.parent
 MB = 1 << 20

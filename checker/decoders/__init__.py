@@ -5,7 +5,7 @@ Each decoder mirrors one reference decoding path exactly (the handler's
 step is skipped by the scorer). None of them evaluates text. Identifiers in Python
 text are NFKC-normalised where CPython's parser does it (:func:`.base.identifier`).
 Every decoder is linear in its text: no backtracking regex (tags are cut with
-:func:`.base.tag_blocks`), and libcst only behind :func:`.prompting_cst.check_libcst_input`.
+:func:`.base.tag_blocks`), and libcst only behind :func:`.guard.check_libcst_input`.
 
 Modules (imports go downwards only: ``registry`` -> families -> ``base``):
 

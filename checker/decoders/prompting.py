@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from bfcl_safe.checker.decoders.base import CACHED_STEP_LENGTH, DecodeError, Decoder, Memo, require_text, tag_blocks
-from bfcl_safe.checker.decoders.prompting_cst import check_libcst_input, prompting_calls
+from bfcl_safe.checker.decoders.guard import check_libcst_input
 from bfcl_safe.interp import limits
 from bfcl_safe.interp.errors import RejectedInput
 from bfcl_safe.interp.execute import Call
@@ -68,6 +68,8 @@ def _prompting_calls(step: Any) -> list[dict]:
         # The reference's ast.parse fails on it too (chat text, mostly): nothing to decode.
         raise DecodeError("not Python call syntax")
     check_libcst_input(text)
+    from bfcl_safe.checker.decoders.prompting_cst import prompting_calls  # libcst: on first use
+
     return prompting_calls(text)
 
 

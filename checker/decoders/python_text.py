@@ -1,23 +1,20 @@
 """Decoders of handlers that read model text as Python: ``llama_python_tag`` (``eval``)
 and ``minicpm`` (``ast.parse``), with their libcst halves.
 
-- :func:`literal_value` stands in for the ``eval(text)`` of the Llama 3.1 handler:
+- :func:`~.python_text_cst.literal_value` stands in for the ``eval(text)`` of the Llama 3.1 handler:
   :func:`~bfcl_safe.checker.decoders.evaluate.evaluate` computes literals, displays,
   operators (``{...} | {...}`` is a dict union: Llama's `` | ``-joined calls decode to
   the last one, as in the reference) and pure builtins; anything that would make
   ``eval`` look up a name or run code fails the step. This is where we knowingly
   differ from the reference: for such text it runs the model's code, we refuse.
-- :func:`statement_calls` stands in for the MiniCPM handler's ``ast.parse`` (module
+- :func:`~.python_text_cst.statement_calls` stands in for the MiniCPM handler's ``ast.parse`` (module
   mode) + ``resolve_ast_call`` on every statement; like the reference, any failure
   means "no calls" (its ``except:`` catches everything).
 """
 
 from __future__ import annotations
 
-import ast
 from typing import Any
-
-import libcst as cst
 
 from bfcl_safe.checker.decoders.base import (
     DecodeError,
@@ -29,53 +26,6 @@ from bfcl_safe.checker.decoders.base import (
     render,
     require_text,
 )
-from bfcl_safe.checker.decoders.evaluate import evaluate
-from bfcl_safe.checker.decoders.prompting_cst import check_libcst_input, resolve_call
-
-def _guard(text: str, mode: str) -> None:
-    """Limits first (libcst is slow on long texts and recurses per level), then the
-    reference's own syntax check: ``ast.parse`` only builds a tree, nothing runs."""
-    check_libcst_input(text)
-    try:
-        ast.parse(text, mode=mode)
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-        raise DecodeError(f"not Python syntax: {exc}") from None
-
-
-def literal_value(text: str) -> Any:
-    """The value ``eval(text)`` has when ``text`` is a literal (see the module docstring)."""
-    source = text.lstrip(" \t")  # eval strips leading spaces and tabs
-    _guard(source, "eval")
-    try:
-        node = cst.parse_expression(source)
-    except (cst.ParserSyntaxError, RecursionError) as exc:
-        raise DecodeError(f"not a Python expression: {str(exc).splitlines()[0]}") from None
-    return evaluate(node)
-
-
-#: Statements whose ``value`` the reference reads (every other statement has none).
-_VALUE_STATEMENTS = (cst.Expr, cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Return)
-
-
-def statement_calls(text: str) -> list[tuple[str, dict]]:
-    """``[(name, arguments)]`` for module text whose every statement's value is a call
-    (keyword arguments resolved like the prompting decoder); ``[]`` on any failure."""
-    try:
-        _guard(text, "exec")
-        module = cst.parse_module(text)
-        calls = []
-        for statement in module.body:
-            if not isinstance(statement, cst.SimpleStatementLine):
-                return []
-            for small in statement.body:
-                value = small.value if isinstance(small, _VALUE_STATEMENTS) else None
-                if not isinstance(value, cst.Call):
-                    return []
-                calls.extend(resolve_call(value).items())
-        return calls
-    except (DecodeError, cst.ParserSyntaxError, RecursionError, ValueError, TypeError):
-        return []
-
 
 # ---------------------------------------------------------------------- handlers
 
@@ -88,6 +38,8 @@ def items_llama_python_tag(step: Any) -> Items:
     if ";" in text:
         calls: Any = [load_json(part) for part in text.split(";")]
     else:
+        from bfcl_safe.checker.decoders.python_text_cst import literal_value  # libcst: on first use
+
         calls = literal_value(text)
         if type(calls) is dict:
             calls = [calls]
@@ -124,6 +76,8 @@ def items_minicpm(step: Any) -> Items:
             calls_text = calls_text.lstrip("python").strip()
     if calls_text.endswith("```"):
         calls_text = calls_text.rstrip("`").strip()
+    from bfcl_safe.checker.decoders.python_text_cst import statement_calls  # libcst: on first use
+
     return [render(name, arguments, ", ") for name, arguments in statement_calls(calls_text)]
 
 
