@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,16 @@ CATEGORIES = ("multi_turn_base", "multi_turn_miss_func", "multi_turn_miss_param"
 #: The real model run kept in tests/fixtures/real-results and its model folder.
 REAL_RUN = REAL_RESULTS / "gpt-oss-120b-vllm-0.10.2"
 REAL_MODEL = "openai_gpt-oss-120b"
+
+#: ``BFCL_SAFE_FULL=1``: the long framework tests (verifiers, Inspect AI) replay everything
+#: they cover — the figures the closing notes report. By default each takes a fixed, evenly
+#: spread share (every k-th script, the same ones every run), so the suite stays short.
+FULL = os.environ.get("BFCL_SAFE_FULL", "") == "1"
+
+
+def every(k: int) -> int:
+    """The stride of a long test's share: 1 under ``BFCL_SAFE_FULL=1``, else ``k``."""
+    return 1 if FULL else k
 
 
 def real_results_subset(tmp_path: Path, lines: int) -> Path:

@@ -20,7 +20,7 @@ from verifiers.clients import OpenAIChatCompletionsClient  # noqa: E402
 
 from bfcl_safe.checker.openai_format import tools_for_turn  # noqa: E402
 from bfcl_safe.integrations.verifiers import load_environment  # noqa: E402
-from tests.checker_support import CATEGORIES, dataset  # noqa: E402
+from tests.checker_support import CATEGORIES, dataset, every  # noqa: E402
 from tests.integration_policies import (  # noqa: E402
     MODEL, Player, evaluate_verdict, reference_error_type, result_of, scripts,
 )
@@ -89,9 +89,9 @@ def _openai_tools_without_response(entry_id: str, turn: int) -> list[dict]:
 def test_ground_truth_rollouts_get_reward_one_and_equal_evaluate(category):
     env = load_environment(categories=[category], dataset=dataset(), owner=MODEL)
     table = {i: (entry_id, replies) for i, (entry_id, _, replies)
-             in enumerate(scripts([category], mutants=False))}
+             in enumerate(scripts([category], mutants=False)) if i % every(5) == 0}  # FULL: all 200
     outputs, client = _play(table, env)
-    assert len(outputs) == len(dataset().entries(category)) == 200
+    assert len(outputs) == len(table) == 200 // every(5)
     disagreements = []
     for key, (entry_id, _) in table.items():
         output = outputs[key]
@@ -109,9 +109,9 @@ def test_mutated_rollouts_reward_equals_evaluate_and_the_reference(category):
     env = load_environment(categories=[category], dataset=dataset(), owner=MODEL)
     env_partial = load_environment(categories=[category], dataset=dataset(), owner=MODEL, partial_credit=True)
     table = {i: (entry_id, replies) for i, (entry_id, kind, replies)
-             in enumerate(scripts([category], ground_truth=False)) if i % 6 == 0}
+             in enumerate(scripts([category], ground_truth=False)) if i % (6 * every(5)) == 0}
     outputs, client = _play(table, env)
-    partial, partial_client = _play({key: table[key] for key in table if key % 12 == 0}, env_partial)
+    partial, partial_client = _play({key: table[key] for key in table if key % (12 * every(5)) == 0}, env_partial)
     outcomes: Counter = Counter()
     disagreements = []
     for key, (entry_id, _) in table.items():
@@ -130,7 +130,7 @@ def test_mutated_rollouts_reward_equals_evaluate_and_the_reference(category):
         if key % 4 == 0 and verdict["error_type"] != reference_error_type(entry_id, result):
             disagreements.append((entry_id, key, "reference", verdict["error_type"]))
     print(f"{category}: {len(table)} mutated rollouts; evaluate verdicts {dict(outcomes)}")
-    assert len(table) >= 200 and len(partial) >= 100
+    assert len(table) >= 200 // every(5) and len(partial) >= 100 // every(5)
     assert outcomes["multi_turn:force_terminated"] > 0 and None in outcomes and len(outcomes) >= 4
     assert disagreements == []
 
