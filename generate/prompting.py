@@ -144,13 +144,10 @@ def prompting_decode_error(step: Any) -> str | None:
     """
     if not isinstance(step, str):
         return f"'{type(step).__name__}' object has no attribute 'strip'"
-    text = step.strip("`\n ")
-    if not text.startswith("["):
-        text = "[" + text
-    if not text.endswith("]"):
-        text = text + "]"
-    text = text.strip().strip("'")
+    from bfcl_safe.checker.decoders.prompting import bracketed
     from bfcl_safe.interp import limits
+
+    text = bracketed(step)
     from bfcl_safe.interp.text import bracket_depth
 
     if len(text) > limits.MAX_SOURCE_LENGTH or bracket_depth(text) > limits.MAX_NESTING_DEPTH:

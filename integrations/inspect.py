@@ -51,10 +51,9 @@ try:
 except ImportError:  # pragma: no cover - only without the extra
     raise MissingExtra("inspect", "inspect-ai") from None
 
-from bfcl_safe.checker.contract import MULTI_TURN_CATEGORIES
 from bfcl_safe.checker.dataset import Dataset
 from bfcl_safe.checker.openai_format import turn_messages
-from bfcl_safe.integrations.session import Conversation, assistant_message
+from bfcl_safe.integrations.session import Conversation, assistant_message, chosen_categories
 
 #: The store key where the solver leaves the outcome for the scorer (plain data).
 STORE_KEY = "bfcl_safe"
@@ -148,12 +147,7 @@ def bfcl_multi_turn(categories: list[str] | str | None = None, ids: list[str] | 
     """BFCL multi-turn entries of ``categories`` (default: all four; ``ids`` narrows down).
     ``data``: a bfcl-eval wheel or folder (default: the cache); ``owner``: the model folder
     name ``bfcl-safe evaluate`` would score the results under (None: neutral names)."""
-    if isinstance(categories, str):
-        categories = [categories]
-    categories = list(categories or MULTI_TURN_CATEGORIES)
-    unknown = [c for c in categories if c not in MULTI_TURN_CATEGORIES]
-    if unknown:
-        raise ValueError(f"unknown categories {unknown}; expected some of {list(MULTI_TURN_CATEGORIES)}")
+    categories = chosen_categories(categories)
     dataset = dataset if dataset is not None else Dataset.open(data)
     table = samples(dataset, categories, ids)
     if not table:

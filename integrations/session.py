@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from bfcl_safe.checker.contract import MULTI_TURN_CATEGORIES
 from bfcl_safe.checker.play import Episode, TurnOutcome
 from bfcl_safe.checker.verdict import Verdict
 
@@ -116,6 +117,18 @@ class Conversation:
             "force_terminated": self.episode.force_terminated,
             "steps": self.steps,
         }
+
+
+def chosen_categories(categories: Sequence[str] | str | None) -> list[str]:
+    """An adapter's ``categories`` argument as a list (a name, names, or None for all four);
+    ValueError naming the unknown ones."""
+    if isinstance(categories, str):
+        categories = [categories]
+    chosen = list(categories or MULTI_TURN_CATEGORIES)
+    unknown = [c for c in chosen if c not in MULTI_TURN_CATEGORIES]
+    if unknown:
+        raise ValueError(f"unknown categories {unknown}; expected some of {list(MULTI_TURN_CATEGORIES)}")
+    return chosen
 
 
 def assistant_message(content: Any, tool_calls: Sequence[Mapping[str, Any]] | None) -> dict:

@@ -45,10 +45,9 @@ try:
 except ImportError:  # pragma: no cover - only without the extra
     raise MissingExtra("verifiers", "verifiers>=0.3.1,<0.4") from None
 
-from bfcl_safe.checker.contract import MULTI_TURN_CATEGORIES
 from bfcl_safe.checker.dataset import Dataset
 from bfcl_safe.checker.openai_format import turn_messages
-from bfcl_safe.integrations.session import Conversation, assistant_message
+from bfcl_safe.integrations.session import Conversation, assistant_message, chosen_categories
 
 
 def vf_tools(openai_tools: Iterable[dict]) -> list:
@@ -170,12 +169,7 @@ def load_environment(
     ``partial_credit``: the reward (see the module docstring). Other keyword arguments go
     to ``vf.MultiTurnEnv`` (e.g. ``system_prompt``, ``max_concurrent``...).
     """
-    if isinstance(categories, str):
-        categories = [categories]
-    categories = list(categories or MULTI_TURN_CATEGORIES)
-    unknown = [c for c in categories if c not in MULTI_TURN_CATEGORIES]
-    if unknown:
-        raise ValueError(f"unknown categories {unknown}; expected some of {list(MULTI_TURN_CATEGORIES)}")
+    categories = chosen_categories(categories)
     dataset = dataset if dataset is not None else Dataset.open(data)
     table = rows(dataset, categories, ids)
     if not table:

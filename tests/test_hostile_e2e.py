@@ -31,6 +31,8 @@ from typing import Any
 
 import pytest
 
+from bfcl_safe.checker.errors import RESOURCE_LIMIT
+
 from bfcl_safe.checker.replay import ground_truth_as_fc, ground_truth_as_prompting
 from bfcl_safe.checker.verdict import EMPTY_TURN, FORCE_TERMINATED
 from tests.checker_support import dataset
@@ -285,7 +287,7 @@ def test_no_payload_ran(runs: dict, jobs: int) -> None:
 def test_ordinary_entries_keep_their_verdicts(runs: dict, jobs: int) -> None:
     outcome = runs["outcomes"][jobs]
     assert outcome.get("returncode") == 0
-    seen = 0
+    seen = passed = budget_ended = 0
     for model in (FC_MODEL, PROMPT_MODEL, MIXED_MODEL):
         for category in CATEGORIES:
             summary, failed = _verdicts(outcome["score_dir"], model, category)
@@ -294,22 +296,27 @@ def test_ordinary_entries_keep_their_verdicts(runs: dict, jobs: int) -> None:
                     continue
                 seen += 1
                 got = failed.get(entry_id)
-                if verdict is None:
+                if verdict is None and got is not None and got["error"]["error_type"] == RESOURCE_LIMIT:
+                    budget_ended += 1  # its hostile steps used up a budget: the entry ends there (by design)
+                elif verdict is None:
                     assert got is None, (model, entry_id, got and got["error"])
+                    passed += 1
                 elif verdict == "fail":
                     assert got is not None, (model, entry_id)
-                    assert got["error"]["error_type"] in OFFICIAL_ERRORS
+                    assert got["error"]["error_type"] in OFFICIAL_ERRORS | {RESOURCE_LIMIT}
                     assert "could not score" not in json.dumps(got["error"]["error_message"])
                 else:
                     assert got is not None and got["error"]["error_type"] == verdict, (model, entry_id, got)
             assert summary["total_count"] == ENTRIES + 1  # the too-deep line is skipped and reported
     assert seen == 3 * len(CATEGORIES) * (ENTRIES + 1)
+    assert passed > budget_ended, (passed, budget_ended)  # most hostile steps are refused call by call
 
 
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_hostile_calls_ran_and_were_refused(runs: dict, jobs: int) -> None:
     # Not vacuous: the hostile-only entries' calls reached the executor and got eval's NameError text.
     outcome = runs["outcomes"][jobs]
+    probed = hostile = 0
     for model in (FC_MODEL, PROMPT_MODEL, MIXED_MODEL):
         for category in CATEGORIES:
             _, failed = _verdicts(outcome["score_dir"], model, category)
@@ -317,8 +324,15 @@ def test_hostile_calls_ran_and_were_refused(runs: dict, jobs: int) -> None:
                             if m == model and verdict == "fail" and entry_id.startswith(category + "_")]
             assert hostile_only
             for entry_id in hostile_only:
+                hostile += 1
                 text = json.dumps(failed[entry_id]["error"])
+                if failed[entry_id]["error"]["error_type"] == RESOURCE_LIMIT:
+                    continue  # a payload of the entry used up a budget: the entry ended there
                 assert all(probe in text for probe in PROBE_RESULTS), (model, entry_id)
+                probed += 1
+    # Not vacuous: a third of the hostile-only entries are refused call by call to the end (in
+    # the others a payload uses up a per-entry budget first, and the entry ends there).
+    assert probed * 3 >= hostile, (probed, hostile)
 
 
 @pytest.mark.parametrize("jobs", [1, 2])

@@ -44,15 +44,22 @@ def render_nested(value: Any) -> str:
         raise DecodeError(str(exc)) from None
 
 
-def _prompting_calls(step: Any) -> list[dict]:
-    if not isinstance(step, str):
-        raise DecodeError(f"a prompting step must be text, not {type(step).__name__}")
+def bracketed(step: str) -> str:
+    """The text the reference's prompting decoder parses: backticks, newlines and spaces
+    stripped, wrapped in brackets, then spaces and quotes stripped (shared with
+    ``generate``, which reproduces that decoder's error texts)."""
     text = step.strip("`\n ")
     if not text.startswith("["):
         text = "[" + text
     if not text.endswith("]"):
         text = text + "]"
-    text = text.strip().strip("'")
+    return text.strip().strip("'")
+
+
+def _prompting_calls(step: Any) -> list[dict]:
+    if not isinstance(step, str):
+        raise DecodeError(f"a prompting step must be text, not {type(step).__name__}")
+    text = bracketed(step)
     if len(text) > limits.MAX_SOURCE_LENGTH:
         raise DecodeError("step text too long")
     try:
