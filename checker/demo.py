@@ -33,7 +33,7 @@ HOSTILE_FC_STEPS = [
 ]
 HOSTILE_PROMPT_STEPS = [
     "[__import__('os').system('echo pwned')]",
-    "[ls(a=9**9**9**9)]",
+    "[ls(a=(lambda: __import__('os').system('echo pwned'))())]",
     "[().__class__.__bases__[0].__subclasses__()]",
     "[cd(folder=" + "[" * 5000 + "]" * 5000 + ")]",
 ]
@@ -84,7 +84,7 @@ def describe(entries: int = DEMO_ENTRIES) -> str:
         f"  - entries {numbers(truncated)} fail: their last turn is missing (force_terminated);",
         f"  - entries {numbers(hostile)} begin with a hostile step ({len(HOSTILE_FC_STEPS)} FC and "
         f"{len(HOSTILE_PROMPT_STEPS)} text payloads: os.system through a function name or an argument, open(), "
-        "a private method, a dunder escape, 9**9**9**9, 5,000 nested brackets) and then the right calls.",
+        "a private method, a dunder escape, a lambda, 5,000 nested brackets) and then the right calls.",
         f"Expected: {expected} of {entries} correct per category and model. The hostile entries pass: their "
         "payloads ran nothing (no 'pwned' is printed, no file is read), each only got an error result, and "
         "scoring finished at once.",
