@@ -53,7 +53,7 @@ except ImportError:  # pragma: no cover - only without the extra
 
 from bfcl_safe.checker.dataset import Dataset
 from bfcl_safe.checker.openai_format import turn_messages
-from bfcl_safe.integrations.session import Conversation, assistant_message, chosen_categories
+from bfcl_safe.integrations.session import Conversation, assistant_message, chosen_categories, selected_entries
 
 #: The store key where the solver leaves the outcome for the scorer (plain data).
 STORE_KEY = "bfcl_safe"
@@ -78,15 +78,11 @@ def openai_message(message: Any) -> dict:
 
 
 def samples(dataset: Dataset, categories: Iterable[str], ids: Iterable[str] | None = None) -> list[Sample]:
-    wanted = None if ids is None else set(ids)
     out = []
-    for category in categories:
-        for entry in dataset.entries(category):
-            if wanted is not None and entry["id"] not in wanted:
-                continue
-            messages = [(ChatMessageSystem if m["role"] == "system" else ChatMessageUser)(content=m["content"])
-                        for m in turn_messages(dataset.prompt_entry(entry["id"]), 0)]
-            out.append(Sample(input=messages, id=entry["id"], metadata={"entry_id": entry["id"], "category": category}))
+    for category, entry in selected_entries(dataset, categories, ids):
+        messages = [(ChatMessageSystem if m["role"] == "system" else ChatMessageUser)(content=m["content"])
+                    for m in turn_messages(dataset.prompt_entry(entry["id"]), 0)]
+        out.append(Sample(input=messages, id=entry["id"], metadata={"entry_id": entry["id"], "category": category}))
     return out
 
 

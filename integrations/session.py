@@ -26,7 +26,7 @@ Nothing here imports a framework.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from bfcl_safe.checker.contract import MULTI_TURN_CATEGORIES
 from bfcl_safe.checker.play import Episode, TurnOutcome
@@ -129,6 +129,15 @@ def chosen_categories(categories: Sequence[str] | str | None) -> list[str]:
     if unknown:
         raise ValueError(f"unknown categories {unknown}; expected some of {list(MULTI_TURN_CATEGORIES)}")
     return chosen
+
+
+def selected_entries(dataset: Any, categories: Iterable[str], ids: Iterable[str] | None = None) -> Iterator[tuple[str, dict]]:
+    """``(category, entry)`` for the entries of ``categories``, only those in ``ids`` when given."""
+    wanted = None if ids is None else set(ids)
+    for category in categories:
+        for entry in dataset.entries(category):
+            if wanted is None or entry["id"] in wanted:
+                yield category, entry
 
 
 def assistant_message(content: Any, tool_calls: Sequence[Mapping[str, Any]] | None) -> dict:

@@ -47,7 +47,7 @@ except ImportError:  # pragma: no cover - only without the extra
 
 from bfcl_safe.checker.dataset import Dataset
 from bfcl_safe.checker.openai_format import turn_messages
-from bfcl_safe.integrations.session import Conversation, assistant_message, chosen_categories
+from bfcl_safe.integrations.session import Conversation, assistant_message, chosen_categories, selected_entries
 
 
 def vf_tools(openai_tools: Iterable[dict]) -> list:
@@ -137,15 +137,11 @@ _partial.__name__ = "bfcl_partial_credit"
 def rows(dataset: Dataset, categories: Iterable[str], ids: Iterable[str] | None = None) -> list[dict]:
     """One dataset row per entry: ``prompt`` (the first turn's user messages), ``info``
     (JSON text ``{"id": ...}``), ``answer`` (empty: the ground truth stays with bfcl-safe)."""
-    wanted = None if ids is None else set(ids)
     out = []
-    for category in categories:
-        for entry in dataset.entries(category):
-            if wanted is not None and entry["id"] not in wanted:
-                continue
-            prompt = turn_messages(dataset.prompt_entry(entry["id"]), 0)
-            out.append({"prompt": [{"role": m["role"], "content": m["content"]} for m in prompt],
-                        "info": json.dumps({"id": entry["id"]}), "answer": ""})
+    for _, entry in selected_entries(dataset, categories, ids):
+        prompt = turn_messages(dataset.prompt_entry(entry["id"]), 0)
+        out.append({"prompt": [{"role": m["role"], "content": m["content"]} for m in prompt],
+                    "info": json.dumps({"id": entry["id"]}), "answer": ""})
     return out
 
 

@@ -16,9 +16,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import example, given, strategies as st
 
-from bfcl_safe.checker.decoders import DECODERS
 from bfcl_safe.interp.builtins import PURE_BUILTINS
-from tests.decoders_reference_child import BUDGET, FAILED, ReferenceChild
+from tests.decoders_reference_child import BUDGET, ReferenceChild, ours
 
 #: Decoders whose reference ``eval``s model text (found in the wheel: ``eval(`` in
 #: llama_3_1.py, and in utils.resolve_ast_by_type, which the prompting decoding and
@@ -39,27 +38,13 @@ def agree(child: ReferenceChild, decoder: str, step: str) -> None:
     if answer is None:
         # The reference's eval did not finish in time: only a budget refusal of ours may stand
         # for that; ask ours alone (no reference) to say so.
-        ours = _ours_alone(decoder, step)
-        assert ours == BUDGET, f"the reference did not finish on {step!r}; ours gave {ours!r}"
+        alone = ours(decoder, step)
+        assert alone == BUDGET, f"the reference did not finish on {step!r}; ours gave {alone!r}"
         return
     if answer["ours"] == BUDGET:
         return
     for handler, expected in answer["reference"].items():
         assert answer["ours"] == expected, f"{decoder} vs {handler} on {step!r}"
-
-
-def _ours_alone(decoder: str, step: str) -> object:
-    from bfcl_safe.checker.decoders import DecodeError
-    from bfcl_safe.interp.budget import Budget
-    from bfcl_safe.interp.errors import BudgetExceeded
-
-    try:
-        with Budget().active():
-            return DECODERS[decoder][1](step)
-    except DecodeError:
-        return FAILED
-    except BudgetExceeded:
-        return BUDGET
 
 
 # ------------------------------------------------------------------ strategies
