@@ -142,6 +142,8 @@ def _shown_calls(raw: Any, calls: list, decoder: str) -> list[str]:
         texts = DECODERS[decoder][1](raw)
         if len(texts) == len(calls):
             return [str(text) for text in texts]
+    except BudgetExceeded:
+        raise
     except Exception:  # noqa: BLE001 - display only; fall back to the decoded calls
         pass
     return [call if isinstance(call, str) else call.render() if hasattr(call, "render") else str(call)

@@ -547,6 +547,8 @@ class Episode:
         self._steps_in_turn += 1
         try:
             texts = DECODERS[decoder][1](raw)
+        except BudgetExceeded:
+            raise
         except Exception:  # noqa: BLE001 - shown text only; fall back to the call's own
             texts = []
         if len(texts) != len(results):

@@ -380,7 +380,10 @@ def read_lines(path: Path) -> Iterator[Line]:
 
 # --------------------------------------------------------------------------- one line
 
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+#: A JSON string, or an unterminated one running to the end of the text (a parser stops
+#: there, so the brackets after it are never reached). Every ``"`` starts a match: a
+#: pattern that could fail after scanning would be retried from every later quote.
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
 _BRACKET = re.compile(r"[\[\]{}]")
 _STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 _NOT_BRACKETS = bytes(byte for byte in range(256) if byte not in b"[]{}")

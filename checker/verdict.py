@@ -546,6 +546,8 @@ def _display_decoded(model_result: list, decoder: str) -> list:
         for step in turn if isinstance(turn, (list, str, tuple, dict)) else ():
             try:
                 texts = display(step)
+            except BudgetExceeded:
+                raise  # the entry's budget is spent: the entry ends as a resource limit
             except Exception:  # noqa: BLE001 - undecodable steps are skipped
                 continue
             if len(texts) == 0 or (len(texts) == 1 and texts[0] == ""):

@@ -28,6 +28,11 @@ class CallSpec:
         return f"{self.name}({', '.join(parts)})"
 
 
+#: The name of the spec a top-level ``not(...)`` parses to: eval reads a call of a tool
+#: named ``not`` as the operator (a keyword, so no tool or builtin has this name).
+NOT_CALL = "not"
+
+
 def make_spec(name: str, kwargs: tuple[tuple[str, Any], ...] = (), args: tuple[Any, ...] = ()) -> CallSpec:
     """``CallSpec(name, args, kwargs)`` without the generated ``__init__`` (a hot path:
     one per decoded call); the fields are set exactly as ``__init__`` sets them."""

@@ -15,7 +15,9 @@ from typing import Any, Callable
 import libcst as cst
 
 from bfcl_safe.interp import limits
-from bfcl_safe.interp.callspec import CallSpec, Failure, NameRef, Operation, SourceString, dict_value, sequence_value
+from bfcl_safe.interp.callspec import (
+    NOT_CALL, CallSpec, Failure, NameRef, Operation, SourceString, dict_value, make_spec, sequence_value,
+)
 from bfcl_safe.interp.errors import RejectedInput
 from bfcl_safe.interp.text import REWRITE_PATTERN, bracket_depth
 
@@ -114,9 +116,9 @@ def _call(node: cst.Call, ctx: _Context, depth: int) -> CallSpec:
     # The callee keeps its written form: the reference's prefix regex never matches a
     # non-ASCII name, so eval looks the NFKC form up as a bare name (MethodTable.lookup).
     name = node.func.value
+    _check_repeated_keywords(node, ctx)
     args: list[Any] = []
     kwargs: list[tuple[str, Any]] = []
-    seen: set[str] = set()
     for arg in node.args:
         if arg.star:
             _reject(ctx, arg, f"'{arg.star}' argument unpacking is not allowed")
@@ -126,13 +128,27 @@ def _call(node: cst.Call, ctx: _Context, depth: int) -> CallSpec:
                 _reject(ctx, arg, "positional argument follows keyword argument")
             args.append(value)
         else:
-            key = _identifier(arg.keyword.value)
-            if key in seen:
-                _reject(ctx, arg, f"keyword argument repeated: {key}")
-            seen.add(key)
-            kwargs.append((key, value))
+            kwargs.append((_identifier(arg.keyword.value), value))
     ctx.count(len(node.args), node)
     return CallSpec(name=name, args=tuple(args), kwargs=tuple(kwargs))
+
+
+def _check_repeated_keywords(node: cst.Call, ctx: _Context) -> None:
+    """CPython's compiler checks a call's keywords before it visits the arguments (an
+    outer call's repeat is reported before an inner one's) and names the earliest keyword
+    that is repeated, at its first repetition."""
+    first: dict[str, int] = {}
+    found: tuple[int, str, cst.Arg] | None = None
+    for arg in node.args:
+        if arg.keyword is None:
+            continue
+        key = _identifier(arg.keyword.value)
+        if key not in first:
+            first[key] = len(first)
+        elif found is None or first[key] < found[0]:
+            found = (first[key], key, arg)
+    if found is not None:
+        _reject(ctx, found[2], f"keyword argument repeated: {found[1]}")
 
 
 def _number(node: cst.Integer | cst.Float | cst.Imaginary, ctx: _Context, depth: int) -> Any:
@@ -328,6 +344,8 @@ def parse_with_libcst(text: str) -> CallSpec:
     except RecursionError:
         raise RejectedInput(f"nesting deeper than {limits.MAX_NESTING_DEPTH}") from None
     ctx.root, ctx.offset = node, offset
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+        return make_spec(NOT_CALL, args=(_unary(node, ctx, 0),))  # eval("not(x)") is `not (x)`
     if not isinstance(node, cst.Call):
         _reject(ctx, node, f"expected a function call, got {_describe(node)}")
     return _call(node, ctx, 0)

@@ -16,7 +16,7 @@ from bfcl_safe.interp import limits
 from bfcl_safe.interp.builtins import (
     NotComputable, binary_op, call_builtin, compare_op, is_builtin_name, make_slice, subscript, truth, unary_op,
 )
-from bfcl_safe.interp.callspec import CallSpec, Container, Failure, NameRef, Operation, SourceString
+from bfcl_safe.interp.callspec import NOT_CALL, CallSpec, Container, Failure, NameRef, Operation, SourceString
 from bfcl_safe.interp.errors import BudgetExceeded, RejectedInput
 from bfcl_safe.interp.results import format_error, format_result
 from bfcl_safe.interp.table import MethodTable
@@ -118,6 +118,8 @@ def _operate(operation: Operation, table: MethodTable) -> Any:
 
 def _invoke(spec: CallSpec, table: MethodTable) -> Any:
     # eval's order: the callee first, then positional and keyword values, left to right.
+    if spec.name == NOT_CALL:
+        return _evaluate(spec.args[0], table)  # the operator: an Operation("not", ...)
     try:
         method = table.lookup(spec.name)
     except NameError as exc:

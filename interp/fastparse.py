@@ -66,8 +66,13 @@ def _tokenize(text: str) -> list[tuple[str, str]]:
     depth = 0
     position = 0
     text = text.rstrip(" \t\n")
-    for found in _TOKEN.finditer(text):
-        if found.start() != position:
+    match = _TOKEN.match
+    end = len(text)
+    while position < end:
+        # Anchored at ``position``: a search (finditer) would retry the leading blanks
+        # from every later start when no token follows them (quadratic on a long run).
+        found = match(text, position)
+        if found is None:
             raise _Bail  # a character no token matches
         kind = found.lastgroup
         position = found.end()
@@ -87,8 +92,6 @@ def _tokenize(text: str) -> list[tuple[str, str]]:
         append((kind, value))
         if len(tokens) > _MAX_TOKENS:
             raise _limit(f"call text has more than {_MAX_TOKENS} tokens")
-    if position != len(text):
-        raise _Bail
     append(("end", ""))
     return tokens
 
@@ -257,8 +260,8 @@ def parse_tree(text: str) -> tuple | None:
     if len(text) > limits.MAX_SOURCE_LENGTH:
         raise _limit(f"call text longer than {limits.MAX_SOURCE_LENGTH} characters")
     stripped = text.lstrip(" \t")
-    if stripped.startswith("\n"):
-        return None
+    if stripped.startswith("\n") or "\x00" in stripped:
+        return None  # (CPython's parser refuses a NUL anywhere, even in a string literal)
     flat = _flat_tree(stripped)
     return flat if flat is not None else _token_tree(stripped)
 

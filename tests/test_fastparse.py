@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import example, given, strategies as st
 
 from bfcl_safe.checker.decoders.prompting_cst import prompting_calls as libcst_prompting_calls
 from bfcl_safe.checker.decoders import DecodeError
@@ -97,6 +97,7 @@ def calls(draw, depth=0):
 
 
 @given(st.one_of(calls(), st.deferred(lambda: flat_calls())))
+@example("f('\x00')")  # CPython's parser refuses a NUL anywhere: so does the fast path
 def test_fast_path_equals_libcst_on_generated_calls(text):
     tree = parse_tree(text)
     if tree is not None and tree[0] == "call":

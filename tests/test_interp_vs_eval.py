@@ -457,6 +457,9 @@ def episode_setup(draw) -> tuple[bool, str, str]:
           "collect(1, [2], k={3: (4,)})", "touch(file_name=1)", "fail()", "fail_key(key='k')", "fail_key()",
           "opaque()", "count()", "n(1, 2)", "_secret()", "pwd()", "ls()", "ls(é=1)"],
          (False, INSTANCE_NAMES[0], INSTANCE_NAMES[1]))
+@example(["ls(ls(ｆｏｌｄｅｒ=0, folder=0), value=0, a=0, ｖａｌｕｅ=0)", "ls(a=1, b=2, b=3, a=4)",
+          "ls(a=1,\nb=cd(c=1, c=2), b=2)", "ls(a='\x00')", "not()", "not(ls())", "not(1, 2)", "not(ls)",
+          "not ls()", "not(cd(folder='x'))"], (True, INSTANCE_NAMES[0], INSTANCE_NAMES[1]))
 def test_text_calls_agree_with_reference_eval(texts: list[str], setup: tuple[bool, str, str]) -> None:
     compare_steps(texts, *setup)
 

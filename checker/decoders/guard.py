@@ -14,13 +14,15 @@ from bfcl_safe.interp import limits
 from bfcl_safe.interp.text import bracket_depth
 
 #: String literals (with their prefix) and comments, found the way ``bracket_depth``
-#: finds them (an unterminated string runs to the end); linear: no nested repeats.
+#: finds them (an unterminated string runs to the end, a lone trailing backslash
+#: included); linear: no nested repeats, and a string that starts always matches (one
+#: that could fail after scanning would be rescanned from every later quote).
 _STRING_OR_COMMENT = re.compile(
     r"""(?:(?<![\w])(?P<prefix>[rRbBuUfF]{1,2}))?(?P<string>
-        '\'\'[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*(?:'\'\'|\Z)
-      |\"\"\"[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*(?:\"\"\"|\Z)
-      |'[^'\\\n]*(?:\\.[^'\\\n]*)*(?:'|\Z|(?=\n))
-      |"[^"\\\n]*(?:\\.[^"\\\n]*)*(?:"|\Z|(?=\n)))
+        '\'\'[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*(?:'\'\'|\\?\Z)
+      |\"\"\"[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*(?:\"\"\"|\\?\Z)
+      |'[^'\\\n]*(?:\\.[^'\\\n]*)*(?:'|\\?\Z|(?=\n))
+      |"[^"\\\n]*(?:\\.[^"\\\n]*)*(?:"|\\?\Z|(?=\n)))
     |\#[^\n]*""",
     re.VERBOSE | re.DOTALL,
 )
