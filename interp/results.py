@@ -42,15 +42,22 @@ class FrozenJSON(tuple):
 _ANY_FROZEN = False
 
 
+#: ``id(list) -> (list, its FrozenJSON)`` for the last few lists (each dataset loaded has
+#: two: TradingBot's long-context moving averages). An entry keeps its list alive, so an
+#: ``id`` in the cache is that list's own; the oldest entry goes first.
 _FROZEN: dict[int, tuple[Any, FrozenJSON]] = {}
+_FROZEN_KEPT = 16
 
 
 def frozen_json(values: list) -> FrozenJSON:
-    """The :class:`FrozenJSON` of a constant list, made once per list object (the list is
-    kept alive with it, so its ``id`` stays its own). The list must never change."""
-    known = _FROZEN.get(id(values))
+    """The :class:`FrozenJSON` of a constant list, made once per list object while it is
+    among the last :data:`_FROZEN_KEPT` asked for. The list must never change."""
+    known = _FROZEN.pop(id(values), None)
     if known is None:
-        known = _FROZEN[id(values)] = (values, FrozenJSON(values))
+        known = (values, FrozenJSON(values))
+        if len(_FROZEN) >= _FROZEN_KEPT:
+            del _FROZEN[next(iter(_FROZEN))]
+    _FROZEN[id(values)] = known  # (re-inserted: the most recent comes last)
     return known[1]
 
 
