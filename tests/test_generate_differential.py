@@ -42,6 +42,14 @@ MODES = ("fc", "prompting")
 _COUNT = os.environ.get("BFCL_SAFE_GENERATE_ENTRIES", "5")
 COUNT = 0 if _COUNT == "all" else int(_COUNT)
 THREADS = int(os.environ.get("BFCL_SAFE_GENERATE_THREADS", "4"))
+#: A file the tests append their figures to (one JSON object per check), for closing notes.
+FIGURES = os.environ.get("BFCL_SAFE_GENERATE_FIGURES")
+
+
+def _figures(**fields) -> None:
+    if FIGURES:
+        with open(FIGURES, "a", encoding="utf-8") as out:
+            out.write(json.dumps(fields) + "\n")
 
 
 @pytest.fixture(scope="module")
@@ -85,6 +93,7 @@ def test_result_files_equal_the_references(runs, mode, category):
         assert a == b, f"{mine['id']}: {first_difference(a, b)}"
         assert json.dumps(a) == json.dumps(b), f"{mine['id']}: same values, different text"
         assert list(mine) == list(reference), f"{mine['id']}: fields {list(mine)} != {list(reference)}"
+    _figures(check="result lines identical", mode=mode, category=category, lines=len(ours))
 
 
 @pytest.mark.parametrize("mode, category", CASES)
@@ -93,6 +102,7 @@ def test_the_model_was_sent_the_same_requests(runs, mode, category):
     ours, theirs = canonical_requests(run["our_requests"]), canonical_requests(run["reference_requests"])
     assert len(ours) == len(theirs)
     assert ours == theirs
+    _figures(check="request bodies identical", mode=mode, category=category, requests=len(ours))
 
 
 @pytest.mark.parametrize("mode, category", CASES)
@@ -118,6 +128,8 @@ def test_verdicts_equal_the_reference_checkers(runs, mode, category, runner):
             theirs[entry_id] = verdict
     assert ours == theirs
     assert json.loads(lines[0])["total_count"] == len(run["ids"])
+    _figures(check="verdicts identical", mode=mode, category=category, entries=len(lines) - 1 + 0,
+             failures=dict(Counter(ours.values())), header=json.loads(lines[0]))
 
 
 def test_every_scripted_behaviour_happened(runs):
