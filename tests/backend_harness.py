@@ -12,6 +12,7 @@ import copy
 import importlib
 import inspect
 import json
+import re
 import weakref
 from functools import lru_cache
 from typing import Any, Iterable
@@ -94,8 +95,18 @@ def call(instance: Any, name: str, args: tuple = (), kwargs: dict | None = None)
             return format_result(getattr(instance, name)(*copy.deepcopy(args), **copy.deepcopy(kwargs or {})))
         except BudgetExceeded:
             raise
+        except RecursionError as exc:  # (a tree containing itself: the reference recurses too)
+            return format_error(RecursionError(recursion_wording(str(exc))))
         except Exception as exc:  # noqa: BLE001 - tool errors are data
             return format_error(exc)
+
+
+def recursion_wording(text: str) -> str:
+    """CPython's RecursionError text cut after "exceeded": what follows (" while calling a
+    Python object", " in comparison", ...) names the kind of call the limit was hit in,
+    which depends on how deep the caller's stack already was and on the Python version —
+    for the reference as for us (SECURITY.md, deliberate differences)."""
+    return re.sub(r"(maximum recursion depth exceeded)[^\"]*", r"\1", text)
 
 
 def reference_public_methods(instance: Any) -> list[str]:

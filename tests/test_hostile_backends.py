@@ -13,7 +13,6 @@ large ones must end in ``BudgetExceeded`` naming the budget.
 from __future__ import annotations
 
 import multiprocessing
-import re
 import sys
 import traceback
 from typing import Any, Callable
@@ -25,7 +24,7 @@ from bfcl_safe.interp.budget import Budget
 from bfcl_safe.interp.errors import BudgetExceeded
 from bfcl_safe.interp.limits import ENTRY_BUDGETS
 from bfcl_safe.interp.results import format_error, format_result
-from tests.backend_harness import assert_same_state, make_ours, make_reference
+from tests.backend_harness import assert_same_state, make_ours, make_reference, recursion_wording
 
 #: Seconds a child may take for one sequence (budgets are counted, not timed: this only
 #: turns a hang into a failure; every case here takes well under a second or two).
@@ -209,10 +208,9 @@ def _guarded(*args: Any) -> dict:
 
 
 def _worded(results: list[str]) -> list[str]:
-    """Results with CPython's RecursionError wording cut after "exceeded": what follows
-    (" while calling a Python object", ...) names the kind of call the limit was hit in,
-    which depends on how deep the stack already was — in the reference too."""
-    return [re.sub(r"(maximum recursion depth exceeded)[^\"]*", r"\1", text) for text in results]
+    """Results with CPython's RecursionError wording cut after "exceeded"
+    (:func:`tests.backend_harness.recursion_wording`)."""
+    return [recursion_wording(text) for text in results]
 
 
 def _run_reference(class_name: str, config: dict, calls: list[str]) -> tuple[list[str], Any]:
