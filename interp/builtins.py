@@ -54,6 +54,7 @@ from __future__ import annotations
 import math
 import operator
 import re
+import sys
 import unicodedata
 from typing import Any, Callable, Iterable, Mapping
 
@@ -770,6 +771,10 @@ def _no_arguments(name: str) -> Callable[[int, list[str]], str | None]:
     return check
 
 
+#: CPython 3.13 changed some argument-parsing texts of the builtins (see REFUSED_BUILTINS).
+_PYTHON_3_13 = sys.version_info >= (3, 13)
+
+
 def _clinic(name: str, parameters: tuple[str, ...], positional_only: int, required: int,
             keyword_only: tuple[str, ...] = ()) -> Callable[[int, list[str]], str | None]:
     """Argument Clinic's keyword parsing (``_PyArg_UnpackKeywords``), in its order:
@@ -800,6 +805,8 @@ def _clinic(name: str, parameters: tuple[str, ...], positional_only: int, requir
             if every[index] in left:
                 return f"argument for {name}() given by name ('{every[index]}') and position ({index + 1})"
         for key in left:
+            if _PYTHON_3_13:
+                return f"{name}() got an unexpected keyword argument '{key}'"
             return f"'{key}' is an invalid keyword argument for {name}()"
         return None
 
@@ -813,8 +820,11 @@ _COMPILE_PARAMETERS = ("source", "filename", "mode", "flags", "dont_inherit", "o
 #: before the builtin does anything (its TypeError text), or says nothing (the call
 #: would run: it stays refused, as an undefined name).
 REFUSED_BUILTINS: Mapping[str, Callable[[int, list[str]], str | None]] = {
-    "exec": _clinic("exec", ("source", "globals", "locals"), 3, 1, ("closure",)),
-    "eval": _expected("eval", 1, 3),
+    # Python 3.13 lets exec's and eval's globals and locals be given by name (eval moved
+    # to Argument Clinic) and words Clinic's unknown-keyword error differently: the
+    # reference on each Python says what that Python says.
+    "exec": _clinic("exec", ("source", "globals", "locals"), 1 if _PYTHON_3_13 else 3, 1, ("closure",)),
+    "eval": _clinic("eval", ("source", "globals", "locals"), 1, 1) if _PYTHON_3_13 else _expected("eval", 1, 3),
     "compile": _clinic("compile", _COMPILE_PARAMETERS, 0, 3, ("_feature_version",)),
     "open": _clinic("open", _OPEN_PARAMETERS, 0, 1),
     "getattr": _expected("getattr", 2, 3),
