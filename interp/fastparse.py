@@ -32,9 +32,10 @@ _TOKEN = re.compile(
   | (?P<string>'(?:[^'\\\n\r]|\\[\\'"ntr]|\\x[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4})*'
               |"(?:[^"\\\n\r]|\\[\\'"ntr]|\\x[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4})*")
   | (?P<punct>[()\[\]{},:=+-])
+  | (?P<other>.)
     )
     """,
-    re.VERBOSE,
+    re.VERBOSE | re.DOTALL,
 )
 _ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|.)")
 _ESCAPES = {"\\": "\\", "'": "'", '"': '"', "n": "\n", "t": "\t", "r": "\r"}
@@ -66,15 +67,13 @@ def _tokenize(text: str) -> list[tuple[str, str]]:
     depth = 0
     position = 0
     text = text.rstrip(" \t\n")
-    match = _TOKEN.match
-    end = len(text)
-    while position < end:
-        # Anchored at ``position``: a search (finditer) would retry the leading blanks
-        # from every later start when no token follows them (quadratic on a long run).
-        found = match(text, position)
-        if found is None:
-            raise _Bail  # a character no token matches
+    # Every position matches (``other`` takes any character no token starts with), so
+    # the matches are contiguous and none is retried from a later start: a search that
+    # could fail after the leading blanks would rescan them from each (quadratic).
+    for found in _TOKEN.finditer(text):
         kind = found.lastgroup
+        if kind == "other":
+            raise _Bail  # a character no token matches
         position = found.end()
         value = found.group(kind)
         if kind == "punct":
