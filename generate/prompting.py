@@ -146,9 +146,9 @@ def prompting_decode_error(step: Any) -> str | None:
         return f"'{type(step).__name__}' object has no attribute 'strip'"
     from bfcl_safe.checker.decoders.prompting import bracketed
     from bfcl_safe.interp import limits
+    from bfcl_safe.interp.text import bracket_depth
 
     text = bracketed(step)
-    from bfcl_safe.interp.text import bracket_depth
 
     if len(text) > limits.MAX_SOURCE_LENGTH or bracket_depth(text) > limits.MAX_NESTING_DEPTH:
         return None

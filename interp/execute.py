@@ -118,8 +118,6 @@ def _operate(operation: Operation, table: MethodTable) -> Any:
 
 def _invoke(spec: CallSpec, table: MethodTable) -> Any:
     # eval's order: the callee first, then positional and keyword values, left to right.
-    if spec.name == NOT_CALL:
-        return _evaluate(spec.args[0], table)  # the operator: an Operation("not", ...)
     try:
         method = table.lookup(spec.name)
     except NameError as exc:
@@ -203,7 +201,8 @@ def run_call(call: Call, table: MethodTable) -> str:
 def _result(spec: CallSpec, table: MethodTable) -> str:
     """The result string of running ``spec``: its value rendered, or the error it raised."""
     try:
-        value = _invoke(spec, table)
+        # (a top-level not(...) parses to a spec of this name: the operator, not a call)
+        value = _evaluate(spec.args[0], table) if spec.name == NOT_CALL else _invoke(spec, table)
     except _Raised as raised:
         return format_error(raised.error)
     except (RejectedInput, RecursionError) as exc:

@@ -60,9 +60,6 @@ def test_every_cache_is_in_the_architecture_table():
     missing = []
     for cache in sorted(_caches()):
         where, name = cache.split(" ")
-        if name == "Memo":
-            name = "base.pair"  # documented as "one Memo per decoder family (base.pair)"
-            where = "checker/decoders/prompting.py"
         if not any(f"`{where}`" in row and f"`{name}`" in row for row in rows):
             missing.append(cache)
     assert not missing, f"caches not listed (with their bound) in ARCHITECTURE.md's Caches table: {missing}"
