@@ -380,41 +380,60 @@ def read_lines(path: Path) -> Iterator[Line]:
 
 # --------------------------------------------------------------------------- one line
 
-#: A JSON string, or an unterminated one running to the end of the text (a parser stops
-#: there, so the brackets after it are never reached). Every ``"`` starts a match: a
-#: pattern that could fail after scanning would be retried from every later quote.
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.DOTALL)
-_BRACKET = re.compile(r"[\[\]{}]")
-_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
-_NOT_BRACKETS = bytes(byte for byte in range(256) if byte not in b"[]{}")
+#: Every byte but quotes and brackets (deleted by ``bytes.translate``).
+_NOT_STRUCTURE = bytes(byte for byte in range(256) if byte not in b'"[]{}')
+_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
+#: Brackets per chunk of the depth count (one exact count per chunk that could pass the limit).
+_CHUNK = 256
+
+
+def _brackets(text: str) -> bytes:
+    """The brackets of ``text`` outside strings, in order, by bytes operations only (each
+    linear and in C, a few per line). Escapes first: backslash pairs, then escaped quotes
+    (a backslash run pairs from its start, as a parser reads it); then only quotes and
+    brackets are kept; adjacent quotes are dropped in pairs (an empty string, or the end of
+    one string and the start of the next: no bracket is between them, and every other
+    quote keeps its parity); what is left between a quote and the next is inside a string."""
+    data = text.encode("utf-8", "surrogatepass")
+    if b"\\" in data:
+        data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+    data = data.translate(None, _NOT_STRUCTURE)
+    if b'"' in data:
+        data = data.replace(b'""', b"")
+        if b'"' in data:  # strings holding brackets (or one left open to the end)
+            data = b"".join(data.split(b'"')[::2])
+    return data
+
+
+def _deepest(brackets: bytes, limit: int) -> int:
+    """The greatest depth the ``brackets`` reach, counted exactly only in the chunks where
+    the depth plus the chunk's openers could pass ``limit``: the result is exact when it
+    exceeds ``limit``, and at most ``limit`` otherwise."""
+    depth = deepest = 0
+    for start in range(0, len(brackets), _CHUNK):
+        chunk = brackets[start : start + _CHUNK]
+        openers = chunk.count(b"[") + chunk.count(b"{")
+        if depth + openers > limit:
+            deepest = max(deepest, *accumulate(map(_STEP.__getitem__, chunk), initial=depth))
+        depth += 2 * openers - len(chunk)
+    return deepest
 
 
 def nesting_depth(text: str) -> int:
-    """How deeply JSON arrays and objects nest in ``text`` (brackets inside strings do not
-    count), counted in linear time without recursion. On invalid JSON the count is still
-    an upper bound of what a parser would reach before failing."""
-    brackets = _BRACKET.findall(_STRING.sub("", text)) if "[" in text or "{" in text else ()
-    return max(accumulate(map(_STEP.__getitem__, brackets)), default=0)
+    """How deeply JSON arrays and objects nest in ``text``: brackets inside strings do not
+    count, and a backslash followed by a backslash or a quote is an escape wherever it is
+    (other backslashes are ordinary characters). Exact on JSON; on invalid text still an
+    upper bound of what a parser reaches before it fails (up to the first error the text is
+    JSON). Linear time, no recursion, no Python-level step per character."""
+    return _deepest(_brackets(text), -1)
 
 
 def deeper_than(text: str, limit: int) -> bool:
-    """Whether :func:`nesting_depth` of ``text`` exceeds ``limit``; cheap bounds first
-    (how many openers there are at all, then the depth counting brackets inside strings
-    too), the exact count only when they cannot tell."""
-    data = text.encode("utf-8", "surrogatepass")  # (bytes.count is memchr-fast; str.count is not on non-ASCII text)
-    if data.count(b"[") + data.count(b"{") <= limit:
-        return False
-    # The brackets alone, then a bound per chunk of them: the depth before the chunk
-    # plus the openers in it (a few C calls per 128 brackets instead of one per bracket).
-    brackets = data.translate(None, _NOT_BRACKETS)
-    depth = 0
-    for start in range(0, len(brackets), 128):
-        chunk = brackets[start : start + 128]
-        openers = chunk.count(b"[") + chunk.count(b"{")
-        if depth + openers > limit:
-            return nesting_depth(text) > limit
-        depth += 2 * openers - len(chunk)
-    return False
+    """Whether :func:`nesting_depth` of ``text`` exceeds ``limit``: not when there are
+    no more openers than the limit outside strings, else counted exactly only in the
+    chunks where it could."""
+    brackets = _brackets(text)
+    return brackets.count(b"[") + brackets.count(b"{") > limit and _deepest(brackets, limit) > limit
 
 
 class LineProblem(BfclSafeError, ValueError):

@@ -631,6 +631,49 @@ def test_a_planted_score_file_too_deep_to_parse_leaves_the_per_turn_column_na(tm
     assert {row[1]: row[-1] for row in rows[1:]}["planted"] == "N/A"
 
 
+def _depth_by_hand(text: str) -> int:
+    """The specification of ``results_io.nesting_depth``, one character at a time."""
+    depth = deepest = index = 0
+    inside = False
+    while index < len(text):
+        char = text[index]
+        if char == "\\" and text[index + 1 : index + 2] in ("\\", '"') and index + 1 < len(text):
+            index += 2  # an escaped backslash or quote, wherever it is
+            continue
+        if char == '"':
+            inside = not inside
+        elif not inside and char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif not inside and char in "]}":
+            depth -= 1
+        index += 1
+    return deepest
+
+
 @given(st.text(st.sampled_from('[]{}"\\a, é'), max_size=3000), st.sampled_from([0, 1, 3, 40, 200]))
-def test_the_quick_depth_bound_agrees_with_the_exact_count(text: str, limit: int) -> None:
-    assert results_io.deeper_than(text, limit) == (results_io.nesting_depth(text) > limit)
+def test_the_depth_count_and_its_quick_bound_follow_the_specification(text: str, limit: int) -> None:
+    assert results_io.nesting_depth(text) == _depth_by_hand(text)
+    assert results_io.deeper_than(text, limit) == (_depth_by_hand(text) > limit)
+
+
+@given(st.recursive(st.none() | st.text('[]{}"\\ab\n'), lambda inner: st.lists(inner, max_size=3)
+                    | st.dictionaries(st.text('[]{}"\\k', max_size=3), inner, max_size=3), max_leaves=40),
+       st.booleans())
+def test_the_depth_count_is_the_nesting_of_any_json_value(value, ascii_only: bool) -> None:
+    def nesting(item) -> int:
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        return (1 + max(map(nesting, children), default=0)) if isinstance(item, (dict, list)) else 0
+
+    assert results_io.nesting_depth(json.dumps(value, ensure_ascii=ascii_only)) == nesting(value)
+
+
+@pytest.mark.parametrize("inside", ["]" * 300, "}" * 300, "]}" * 150 + "\\\\", '\\"' + "]" * 300])
+def test_closing_brackets_inside_strings_do_not_hide_a_deep_line(inside: str) -> None:
+    # (A count of brackets that ignored strings let 300 closers in a string hide 250 levels.)
+    text = json.dumps([inside]) + "[" * 250 + "]" * 250
+    assert results_io.nesting_depth(text) == 250
+    assert results_io.deeper_than(text, 200)
+    with pytest.raises(results_io.LineProblem, match="nested 252 levels deep"):
+        results_io.parse_line(json.dumps({"id": f"{BASE}_0", "result": [[inside], [[[[]]]]], "x": [[inside]]})[:-1]
+                              + ', "deep": ' + "[" * 251 + "]" * 251 + "}", BASE)
