@@ -72,15 +72,6 @@ def refuse_above(kind: str, amount: int) -> None:
         raise BudgetExceeded(kind, limit, amount)
 
 
-def _allowance(kind: str) -> tuple[int, int]:
-    """``(limit, spent)`` of a cumulative kind (with no active budget: the default limit,
-    nothing spent, so that one walk is bounded all the same)."""
-    active = _budget.current()
-    if active is None:
-        return limits.ENTRY_BUDGETS[kind], 0
-    return active.limits[kind], active.spent.get(kind, 0)
-
-
 def _int_digits(value: int) -> int:
     bits = abs(value).bit_length()
     if bits > _MAX_INT_BITS:
@@ -101,12 +92,18 @@ def measure(value: Any, inside: tuple = (), spread: bool = False) -> tuple[int, 
     are treated the same way, as storing makes them a cycle; with ``spread`` the value's
     *items* are stored (``list.extend``), so the value itself may be the target and is
     counted."""
-    forbidden = {id(container) for container in inside}
+    forbidden = {id(container) for container in inside} if inside else ()
     on_path: set[int] = set()
-    char_limit, char_spent = _allowance(STATE_CHARS)
-    item_limit, item_spent = _allowance(STATE_ITEMS)
+    active = _budget.current()
+    if active is None:
+        char_limit, item_limit, depth_limit = (limits.ENTRY_BUDGETS[kind] for kind in (STATE_CHARS, STATE_ITEMS,
+                                                                                      STATE_DEPTH))
+        char_spent = item_spent = 0
+    else:
+        char_limit, item_limit = active.limits[STATE_CHARS], active.limits[STATE_ITEMS]
+        char_spent, item_spent = active.spent.get(STATE_CHARS, 0), active.spent.get(STATE_ITEMS, 0)
+        depth_limit = active.limits.get(STATE_DEPTH, limits.ENTRY_BUDGETS[STATE_DEPTH])
     char_cap, item_cap = char_limit - char_spent, item_limit - item_spent
-    depth_limit = limit_of(STATE_DEPTH)
     chars = items = 0
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
@@ -149,13 +146,33 @@ def store(*values: Any, records: int = 1, inside: tuple = (), spread: bool = Fal
     """Charge the state growth of storing ``values`` (plus ``records`` new entries:
     a list item, a dict entry, a file ...) before storing them; ``inside`` and ``spread``
     as for :func:`measure`."""
+    active = _budget.current()
     chars = items = 0
     for value in values:
-        more_chars, more_items = measure(value, inside, spread)
-        chars += more_chars
-        items += more_items
-    _budget.charge(STATE_CHARS, chars)
-    _budget.charge(STATE_ITEMS, items + records)
+        kind = type(value)
+        # A plain scalar (most of what tools store) is measured here, as measure() would
+        # measure it alone: its size, refused when it is more than the budget has left.
+        if kind is str:
+            size = len(value)
+        elif kind is int:
+            size = _int_digits(value)
+        elif kind is float or kind is bool or value is None:
+            size = 1
+        else:
+            more_chars, more_items = measure(value, inside, spread)
+            chars += more_chars
+            items += more_items
+            continue
+        if active is None:
+            limit, spent = limits.ENTRY_BUDGETS[STATE_CHARS], 0
+        else:
+            limit, spent = active.limits[STATE_CHARS], active.spent.get(STATE_CHARS, 0)
+        if size > limit - spent:
+            raise BudgetExceeded(STATE_CHARS, limit, spent + size)
+        chars += size
+    if active is not None:
+        active.charge(STATE_CHARS, chars)
+        active.charge(STATE_ITEMS, items + records)
 
 
 def compute(size: int) -> None:
@@ -191,10 +208,13 @@ def scan(*collections: Any) -> None:
     """Charge a tool's pass over parts of the state (membership tests, filters, copies):
     their lengths together. State is bounded by the budgets above, but a call that scans
     it, repeated as often as a result line allows, would take hours."""
+    active = _budget.current()
+    if active is None:
+        return
     total = 0
     for collection in collections:
         try:
             total += len(collection)
         except TypeError:  # not sized: the tool itself fails on it, as the reference's does
             continue
-    _budget.charge(STATE_SCAN, total)
+    active.charge(STATE_SCAN, total)

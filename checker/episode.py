@@ -33,6 +33,7 @@ MAXIMUM_STEP_LIMIT = 20
 
 # mpmath's context is process-wide (see the module docstring).
 _MPMATH_LOCK = threading.Lock()
+_NO_LOCK = contextlib.nullcontext()  # (reusable: it holds nothing)
 
 
 def _backend_classes() -> dict[str, type]:
@@ -124,7 +125,7 @@ visible_tools = docs_at_turn
 def mpmath_lock(instances: Mapping[str, Any]):
     """The lock a side's work must hold (MathAPI: mpmath's process-wide precision), or a
     no-op context."""
-    return _MPMATH_LOCK if "MathAPI" in instances else contextlib.nullcontext()
+    return _MPMATH_LOCK if "MathAPI" in instances else _NO_LOCK
 
 
 class Side:
@@ -132,12 +133,13 @@ class Side:
     between turns. Built by :meth:`create`; pickles (its backends are plain attrs
     objects; the table is rebuilt on load)."""
 
-    __slots__ = ("instances", "table", "_names")
+    __slots__ = ("instances", "table", "_names", "_lock")
 
     def __init__(self, instances: Mapping[str, Any], table: MethodTable, names: Sequence[str] | None = None):
         self.instances = instances
         self.table = table
         self._names = None if names is None else list(names)
+        self._lock = mpmath_lock(instances)
 
     @classmethod
     def create(
@@ -173,12 +175,14 @@ class Side:
 
     def run(self, calls: Iterable[Call]) -> list[str]:
         """Run one step's calls; one result string per call (BFCL's ``execute_multi_turn_func_call``)."""
-        with mpmath_lock(self.instances):
+        if self._lock is _NO_LOCK:
+            return run_step(list(calls), self.table)
+        with self._lock:
             return run_step(list(calls), self.table)
 
     def state(self) -> dict[str, dict[str, Any]]:
         """``{class: {attribute: value}}`` of the attributes the scorer compares, as plain data."""
-        with mpmath_lock(self.instances):
+        with self._lock:
             return {name: plain(instance.public_state()) for name, instance in self.instances.items()}
 
     def __getstate__(self) -> tuple:
@@ -189,6 +193,7 @@ class Side:
         self.instances = instances
         self._names = names
         self.table = MethodTable(list(instances.values()), names)
+        self._lock = mpmath_lock(instances)
 
 
 def __getattr__(name: str) -> Any:

@@ -40,17 +40,15 @@ BIDI_AND_SEPARATORS = frozenset(
     [0x061C, 0x200E, 0x200F, 0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
 )
 
-#: Characters :func:`shown` escapes: a character class, one pass over the text.
-UNSAFE = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
-)
+#: Characters :func:`shown` escapes: a character class, one pass over the text. (The
+#: patterns are compiled when first needed, through ``re``'s own cache: plain ASCII
+#: text, the usual case, needs none of them.)
+UNSAFE = "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
 #: The same without the newline (:func:`shown_lines`).
-_UNSAFE_BUT_NEWLINE = re.compile(
-    "[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
-)
+_UNSAFE_BUT_NEWLINE = "[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
 #: What JSON text can still hold after ``json.dumps(..., ensure_ascii=False)``
 #: (which escapes C0 itself).
-_UNSAFE_IN_JSON = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_UNSAFE_IN_JSON = "[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
 
 
 def _escape(match: re.Match) -> str:
@@ -72,19 +70,27 @@ def shown(value: object) -> str:
     """``str(value)`` with every control, bidi and unencodable character escaped
     visibly (see the module docstring). One line: newlines are escaped too."""
     text = value if isinstance(value, str) else str(value)
-    return UNSAFE.sub(_escape, text) if UNSAFE.search(text) else text
+    if text.isascii() and text.isprintable():  # (no control character: nothing to escape)
+        return text
+    unsafe = re.compile(UNSAFE)
+    return unsafe.sub(_escape, text) if unsafe.search(text) else text
 
 
 def shown_lines(text: str) -> str:
     """Like :func:`shown`, keeping the newlines that separate lines of our own output."""
-    return _UNSAFE_BUT_NEWLINE.sub(_escape, text) if _UNSAFE_BUT_NEWLINE.search(text) else text
+    if text.isascii() and text.replace("\n", "").isprintable():
+        return text
+    unsafe = re.compile(_UNSAFE_BUT_NEWLINE)
+    return unsafe.sub(_escape, text) if unsafe.search(text) else text
 
 
 def json_shown(text: str) -> str:
     """JSON text (from ``json.dumps(..., ensure_ascii=False)``) safe for a terminal:
     the characters :func:`shown` escapes become ``\\uXXXX`` escapes, which JSON reads
     back as the same characters. (Outside strings JSON text is ASCII.)"""
-    return _UNSAFE_IN_JSON.sub(_json_escape, text)
+    if text.isascii() and "\x7f" not in text:
+        return text
+    return re.compile(_UNSAFE_IN_JSON).sub(_json_escape, text)
 
 
 class ProgressLine:

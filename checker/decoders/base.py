@@ -113,7 +113,9 @@ class _Recorder(budget.Budget):
     __slots__ = ("outer", "record")
 
     def __init__(self, outer: budget.Budget | None) -> None:
-        super().__init__(None if outer is None else outer.limits)
+        # (the outer budget's limits, not a copy: a recorder never changes them)
+        self.limits = budget.ENTRY_BUDGETS if outer is None else outer.limits
+        self.spent = {}
         self.outer = outer
         self.record: dict[str, int] = {}
 

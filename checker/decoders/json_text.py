@@ -11,6 +11,7 @@ Text is read with ``json.loads`` only.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from bfcl_safe.checker.decoders.base import (
@@ -65,10 +66,13 @@ def display_json(step: Any) -> list[str]:
     return [reference_text(name, arguments) for name, arguments in _json_items(step)]
 
 
+#: Blanks (what ``str.strip`` removes), then ``{`` or ``[`` and blanks and ``{``.
+_JSON_START = re.compile(r"\s*(?:\{|\[\s*\{)")
+
+
 def looks_like_json_call(step: str) -> bool:
     """Text starting like a JSON object or a list of objects (the ``auto`` choice)."""
-    stripped = step.lstrip()
-    return stripped.startswith("{") or (stripped.startswith("[") and stripped[1:].lstrip().startswith("{"))
+    return _JSON_START.match(step) is not None
 
 
 # ------------------------------------------------------- handlers' own formats
