@@ -26,9 +26,8 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, NamedTuple, Sequence
 
-import attrs
 import click
 
 from bfcl_safe.checker.contract import MULTI_TURN_CATEGORIES, PINNED_REQUIREMENT, WHEEL_SHA256
@@ -105,16 +104,19 @@ def _file_stamp(path: Path) -> tuple[int, int, int] | None:
     return status.st_ino, status.st_mtime_ns, status.st_size
 
 
-@attrs.define
 class RunState:
     """What the running ``evaluate`` has planned and where it writes, so that an
     interruption can say what was written: each planned score file's identity (inode,
     modification time, size) before scoring, compared with what is there when asked
     (score files are written to a temporary file and renamed, so a written one is new)."""
 
-    score_dir: Path
-    planned: list[tuple[str, str]]
-    before: dict[tuple[str, str], tuple[int, int, int] | None] = attrs.Factory(dict)
+    __slots__ = ("score_dir", "planned", "before")
+
+    def __init__(self, score_dir: Path, planned: list[tuple[str, str]],
+                 before: dict[tuple[str, str], tuple[int, int, int] | None] | None = None):
+        self.score_dir = score_dir
+        self.planned = planned
+        self.before = {} if before is None else before
 
     @classmethod
     def start(cls, score_dir: Path, planned: list[tuple[str, str]]) -> "RunState":
@@ -171,6 +173,19 @@ class BoundaryGroup(click.Group):
         except click.ClickException as error:
             _escape_click_message(error)
             raise
+
+    # `bfcl-safe generate` lives in its own package (optional extra: openai), imported
+    # when the command is named or listed: scoring never loads it.
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), "generate"})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name == "generate" and name not in self.commands:
+            from bfcl_safe.generate.cli import generate
+
+            self.add_command(generate)
+        return super().get_command(ctx, name)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -259,8 +274,7 @@ def select_categories(values: Sequence[str]) -> tuple[list[str], list[str]]:
     return [c for c in MULTI_TURN_CATEGORIES if c in chosen], notices
 
 
-@attrs.frozen
-class ModelSetting:
+class ModelSetting(NamedTuple):
     """What ``--model-map`` (or ``--model-name``) says about one model folder."""
 
     display_name: str | None = None
@@ -365,8 +379,7 @@ class Messages:
         self(message, prefix="note: ")
 
 
-@attrs.frozen
-class Plan:
+class Plan(NamedTuple):
     """One ``evaluate`` run, decided from its flags before anything is scored."""
 
     result_dir: Path
@@ -414,8 +427,7 @@ def _score(plan: Plan, options: Any, dataset: Dataset, *, partial_credit_column:
         if model not in {f.model for f in files}:
             say.note(f"--model-map/--model-name: {model!r} is not among the models scored here")
     _RUN.append(RunState.start(plan.score_dir, [(f.model, f.category) for f in files]))
-    options = attrs.evolve(
-        options,
+    options = options._replace(
         model_decoders=tuple((m, s.decoder) for m, s in plan.settings.items() if s.decoder),
         display_names=tuple((m, s.display_name) for m, s in plan.settings.items() if s.display_name),
     )
@@ -568,7 +580,7 @@ def evaluate(models: tuple[str, ...], categories: tuple[str, ...], result_dir: P
                                f"({', '.join(sorted(files_models))}); choose one with --model, or use --model-map")
         (only,) = files_models
         settings = {**settings, only: ModelSetting(model_name, settings.get(only, ModelSetting()).decoder)}
-        plan = attrs.evolve(plan, settings=settings)
+        plan = plan._replace(settings=settings)
     options = Options(decoder=decoder, jobs=jobs, strict_irrelevance=strict_irrelevance,
                       check_order=check_order, partial=partial_eval, partial_credit=partial_credit)
     pool = None
@@ -672,10 +684,6 @@ def info(data: str | None) -> None:
     click.echo("\n".join(lines))
 
 
-# `bfcl-safe generate` lives in its own package (optional extra: openai).
-from bfcl_safe.generate.cli import generate as _generate  # noqa: E402
-
-main.add_command(_generate)
 
 
 if __name__ == "__main__":

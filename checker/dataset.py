@@ -28,9 +28,8 @@ import shutil
 import zipfile
 import zlib
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
-import attrs
 
 from bfcl_safe.backends.long_context import RELATIVE_PATH as LONG_CONTEXT_PATH
 from bfcl_safe.backends.long_context import LongContextDataError, parse_long_context
@@ -94,8 +93,7 @@ class DatasetError(BfclSafeError):
     """The dataset cannot be found or read; the message is one line saying what to do."""
 
 
-@attrs.frozen
-class ModelInfo:
+class ModelInfo(NamedTuple):
     """One ``ModelConfig(...)`` entry of the reference's model registry, as plain data."""
 
     registry_name: str
@@ -112,7 +110,7 @@ class ModelInfo:
     underscore_to_dot: bool = False
 
 
-_MODEL_CONFIG_FIELDS = tuple(f.name for f in attrs.fields(ModelInfo))[1:]
+_MODEL_CONFIG_FIELDS = ModelInfo._fields[1:]
 
 
 def registry_name_for_folder(folder_name: str) -> str:

@@ -56,9 +56,8 @@ import struct
 import threading
 import time
 from collections import deque
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Callable, NamedTuple, Protocol, Sequence
 
-import attrs
 
 from bfcl_safe.interp.limits import JOBS_ENTRY_GUARD_SECONDS
 
@@ -67,8 +66,7 @@ Work = Callable[[str, str], str]
 _INDEX = struct.Struct("<I")
 
 
-@attrs.frozen
-class Lost:
+class Lost(NamedTuple):
     """A line whose worker was lost: ``reason`` in a few words; ``guard``: the wall-clock
     guard fired (else the process died)."""
 
@@ -91,12 +89,14 @@ def cannot_fork() -> str | None:
     return None
 
 
-@attrs.define
 class InProcessPool:
     """Runs every line in this process, in order (no guard: budgets bound each entry).
     ``work`` may return any object here: nothing is sent anywhere."""
 
-    work: Callable[[str, str], Any]
+    __slots__ = ("work",)
+
+    def __init__(self, work: Callable[[str, str], Any]):
+        self.work = work
 
     def map(self, tasks: Sequence[Task], progress: Callable[[int], None] | None = None) -> list[list[Any]]:
         out = []
@@ -110,26 +110,33 @@ class InProcessPool:
         return out
 
 
-@attrs.define
 class _Child:
-    pid: int
-    tasks_w: int
-    frames_r: int
-    #: Items (indices into the pool's item list) this child can see: those made before it.
-    birth: int
-    item: int | None = None
-    line: int = 0
-    since: float = 0.0
-    buffer: bytearray = attrs.Factory(bytearray)
+    """A forked child: its pid, the pipe ends to it and from it, and what it is doing.
+    ``birth``: the items (indices into the pool's item list) it can see, those made
+    before it."""
+
+    __slots__ = ("pid", "tasks_w", "frames_r", "birth", "item", "line", "since", "buffer")
+
+    def __init__(self, pid: int, tasks_w: int, frames_r: int, birth: int):
+        self.pid = pid
+        self.tasks_w = tasks_w
+        self.frames_r = frames_r
+        self.birth = birth
+        self.item: int | None = None
+        self.line = 0
+        self.since = 0.0
+        self.buffer = bytearray()
 
 
-@attrs.define
 class ForkPool:
     """``jobs`` forked children run the lines (see the module docstring)."""
 
-    work: Work
-    jobs: int
-    guard_seconds: float = JOBS_ENTRY_GUARD_SECONDS
+    __slots__ = ("work", "jobs", "guard_seconds")
+
+    def __init__(self, work: Work, jobs: int, guard_seconds: float = JOBS_ENTRY_GUARD_SECONDS):
+        self.work = work
+        self.jobs = jobs
+        self.guard_seconds = guard_seconds
 
     def map(self, tasks: Sequence[Task], progress: Callable[[int], None] | None = None) -> list[list[str | Lost]]:
         results: list[list[str | Lost | None]] = [[None] * len(lines) for _, lines in tasks]

@@ -49,9 +49,8 @@ import re
 import stat
 from itertools import accumulate
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, NamedTuple
 
-import attrs
 
 from bfcl_safe.checker.contract import ENTRY_ID, MULTI_TURN_CATEGORIES, MULTI_TURN_GROUP, VERSION_PREFIX
 from bfcl_safe.checker.scores import loads_result_line
@@ -92,8 +91,7 @@ class UnreadableFile(BfclSafeError, OSError):
         super().__init__(f"{shown_path(path)}: {reason}")
 
 
-@attrs.frozen
-class ResultFile:
+class ResultFile(NamedTuple):
     model: str
     category: str
     path: Path
@@ -101,8 +99,7 @@ class ResultFile:
     version: str = _V4
 
 
-@attrs.frozen
-class Discovery:
+class Discovery(NamedTuple):
     files: list[ResultFile]
     notices: list[str]
 
@@ -348,8 +345,7 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-@attrs.frozen
-class Line:
+class Line(NamedTuple):
     """One non-blank line of a result file: its 1-based number and text (None: the line
     was too long and was not kept)."""
 

@@ -35,7 +35,6 @@ import re
 from pathlib import Path
 from typing import Callable, Sequence
 
-import attrs
 
 from bfcl_safe.checker.dataset import Dataset
 from bfcl_safe.checker.decoders.models import decoder_for_model
@@ -90,21 +89,33 @@ class ScoreDirError(BfclSafeError, ValueError):
                          f"pass a score dir apart from it")
 
 
-@attrs.define
 class FileScore:
-    model: str
-    category: str
-    correct: int = 0
-    total: int = 0
-    #: Brief failure records (id, error type and message); full ones are in the score file.
-    failures: list[dict] = attrs.Factory(list)
-    problems: list[str] = attrs.Factory(list)
-    score_path: Path | None = None
-    path: Path | None = None
-    #: Ids missing from the file (it is not scored unless ``Options.partial``).
-    missing: int = 0
-    #: Not scored: entries are missing and ``Options.partial`` is off.
-    refused: bool = False
+    """One result file's outcome: ``correct`` of ``total``; ``failures``: brief failure
+    records (id, error type and message; full ones are in the score file at
+    ``score_path``); ``problems``: what was found wrong in the file; ``missing``: ids
+    missing from it (it is not scored unless ``Options.partial``); ``refused``: not
+    scored, as entries are missing and ``Options.partial`` is off."""
+
+    __slots__ = ("model", "category", "correct", "total", "failures", "problems", "score_path", "path", "missing",
+                 "refused")
+
+    def __init__(self, model: str, category: str, correct: int = 0, total: int = 0,
+                 failures: list[dict] | None = None, problems: list[str] | None = None,
+                 score_path: Path | None = None, path: Path | None = None, missing: int = 0, refused: bool = False):
+        self.model = model
+        self.category = category
+        self.correct = correct
+        self.total = total
+        self.failures = [] if failures is None else failures
+        self.problems = [] if problems is None else problems
+        self.score_path = score_path
+        self.path = path
+        self.missing = missing
+        self.refused = refused
+
+    def __repr__(self) -> str:
+        return (f"FileScore({self.model!r}, {self.category!r}, correct={self.correct}, total={self.total}, "
+                f"missing={self.missing}, refused={self.refused})")
 
     @property
     def accuracy(self) -> float:
@@ -156,20 +167,22 @@ def make_pool(dataset: Dataset, jobs: int, report: Callable[[str], None]) -> Poo
     return InProcessPool(functools.partial(score_in_process, dataset))
 
 
-@attrs.define
 class _File:
-    """A result file read for scoring: its lines (number, text) and what was found."""
+    """A result file read for scoring: its lines (number, text) and what was found
+    (``problems``: (line number, problem) found while reading, over-long lines);
+    ``first_task`` and ``task_count``: where its batches are in the pool's task list."""
 
-    result_file: ResultFile
-    context: Context | None = None
-    notes: list[str] = attrs.Factory(list)
-    #: (line number, problem) found while reading (over-long lines).
-    problems: list[tuple[int, str]] = attrs.Factory(list)
-    lines: list[tuple[int, str]] = attrs.Factory(list)
-    unreadable: str | None = None
-    #: Where this file's batches are in the pool's task list.
-    first_task: int = 0
-    task_count: int = 0
+    __slots__ = ("result_file", "context", "notes", "problems", "lines", "unreadable", "first_task", "task_count")
+
+    def __init__(self, result_file: ResultFile):
+        self.result_file = result_file
+        self.context: Context | None = None
+        self.notes: list[str] = []
+        self.problems: list[tuple[int, str]] = []
+        self.lines: list[tuple[int, str]] = []
+        self.unreadable: str | None = None
+        self.first_task = 0
+        self.task_count = 0
 
     @property
     def chars(self) -> int:

@@ -23,9 +23,8 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
-import attrs
 
 from bfcl_safe.checker.dataset import Dataset
 from bfcl_safe.checker.errors import INTERNAL_ERROR, RESOURCE_LIMIT
@@ -36,8 +35,7 @@ from bfcl_safe.interp.budget import Budget
 from bfcl_safe.interp.errors import BudgetExceeded
 
 
-@attrs.frozen
-class Options:
+class Options(NamedTuple):
     #: A key of ``checker.decoders.DECODERS``; None: chosen per model folder.
     decoder: str | None = None
     jobs: int = 1
@@ -54,8 +52,7 @@ class Options:
     display_names: tuple[tuple[str, str], ...] = ()
 
 
-@attrs.frozen
-class Context:
+class Context(NamedTuple):
     """What scoring a line needs besides the line and the dataset."""
 
     model: str
@@ -82,8 +79,7 @@ UNKNOWN = "unknown"  # an entry whose id is not in the dataset
 SCORED = "scored"
 
 
-@attrs.frozen
-class LineResult:
+class LineResult(NamedTuple):
     """What scoring one line gave. ``line`` is the failure record's score-file line
     (None when the entry passed); ``note`` a one-line message for stderr (resource
     limit, internal error); ``shape`` what is wrong with the result's shape, if anything."""
@@ -109,7 +105,7 @@ class LineResult:
                                self.note, self.line is not None], ensure_ascii=False)
         except (TypeError, ValueError, RecursionError):
             # (error_message is only shown in the summary table; the score-file line keeps it all)
-            return attrs.evolve(self, error_message=["(see the score file)"]).to_text()
+            return self._replace(error_message=["(see the score file)"]).to_text()
         return head if self.line is None else f"{head}\n{self.line}"
 
     @classmethod

@@ -27,7 +27,7 @@ checks (the diagnostics behind ``failing_turn``).
 from __future__ import annotations
 
 import enum
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import attrs
 
@@ -182,8 +182,7 @@ def _or(value: Any, default: Any) -> Any:
     return default if value is None else value
 
 
-@attrs.frozen
-class EntryInput:
+class EntryInput(NamedTuple):
     """What is checked: a dataset entry, the model's result (as the result file holds it)
     and the ground truth, scored as ``model_name`` (the result folder; it names the
     backends' instances) with ``decoder`` (a key of ``DECODERS``)."""
@@ -198,16 +197,14 @@ class EntryInput:
     long_context_data: Callable[[], Mapping[str, Any]] | Mapping[str, Any] | None = None
 
 
-@attrs.frozen
-class CheckOptions:
+class CheckOptions(NamedTuple):
     """The non-official checks (both off: the official verdict)."""
 
     strict_irrelevance: bool = False
     check_order: bool = False
 
 
-@attrs.frozen
-class RecordParts:
+class RecordParts(NamedTuple):
     """What a failure record holds besides the verdict and the input: ``prompt`` (a
     function giving the entry as the reference holds it while scoring, or its JSON text;
     default: the entry), ``inference_log``, ``model_result_json`` (the result as the JSON
