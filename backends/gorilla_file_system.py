@@ -24,6 +24,7 @@ the reference's RecursionError text. ``mkdir`` refuses a directory deeper than t
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Union
 
 import attrs
@@ -34,6 +35,7 @@ from bfcl_safe.interp.tools import tool
 
 #: Characters a new file or directory name may not contain.
 FORBIDDEN_NAME_CHARACTERS = '|/\\?%*:"><'
+_FORBIDDEN_NAME = re.compile("[" + re.escape(FORBIDDEN_NAME_CHARACTERS) + "]")
 
 #: Units for ``du -h``, in order; past the last one the size is shown in PB.
 SIZE_UNITS = ("B", "KB", "MB", "GB", "TB")
@@ -111,6 +113,8 @@ class Directory:
 
 def _valid_name(name: Any) -> bool:
     """False if ``name`` contains a forbidden character (``in`` on ``name``: any type may fail)."""
+    if type(name) is str:  # (the usual case: one pass in C)
+        return _FORBIDDEN_NAME.search(name) is None
     return not any(c in name for c in FORBIDDEN_NAME_CHARACTERS)
 
 

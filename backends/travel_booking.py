@@ -155,7 +155,7 @@ SUPPORT_REPLY = (
     "and we will get back to you shortly."
 )
 
-_SCALAR_TYPES = (str, int, float, bool, type(None))
+_SCALAR_TYPES = frozenset((str, int, float, bool, type(None)))
 
 
 def _own_records(records: Any) -> Any:
@@ -166,7 +166,7 @@ def _own_records(records: Any) -> Any:
     whole scenario.
     """
     if type(records) is dict and all(
-        type(record) is dict and all(type(v) in _SCALAR_TYPES for v in record.values())
+        type(record) is dict and _SCALAR_TYPES.issuperset(map(type, record.values()))
         for record in records.values()
     ):
         return {key: dict(record) for key, record in records.items()}

@@ -112,7 +112,7 @@ ZIPCODES = {
 UNKNOWN_ZIPCODE = "00000"
 NEAREST_TIRE_SHOP = "456 Oakwood Avenue, Rivermist, 83214"
 
-_ATOMIC = (str, int, float, bool, type(None))
+_ATOMIC = frozenset((str, int, float, bool, type(None)))
 
 
 def _own(value: Any) -> Any:
@@ -121,7 +121,7 @@ def _own(value: Any) -> Any:
     kind = type(value)
     if kind in _ATOMIC:
         return value
-    if kind is dict and all(type(v) in _ATOMIC for v in value.values()):
+    if kind is dict and _ATOMIC.issuperset(map(type, value.values())):
         return dict(value)
     return copy.deepcopy(value)
 

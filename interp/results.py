@@ -112,7 +112,7 @@ def format_result(value: Any) -> str:
     if kind is str:
         return value
     if kind is dict:
-        if _ANY_FROZEN and any(type(item) is FrozenJSON for item in value.values()):
+        if _ANY_FROZEN and FrozenJSON in map(type, value.values()):
             return _format_with_frozen(value)
         try:
             return _dumps(value)

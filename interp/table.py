@@ -75,7 +75,7 @@ class MethodTable:
             raise ValueError("instances and instance_names differ in length")
         self._instances = tuple(instances)
         self._names = tuple(instance_names)
-        self._methods = _layout(tuple(type(instance) for instance in self._instances))
+        self._methods = _layout(tuple(map(type, self._instances)))
 
     def __contains__(self, name: object) -> bool:
         return name in self._methods
