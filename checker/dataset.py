@@ -30,7 +30,6 @@ import zlib
 from pathlib import Path
 from typing import Any, Mapping, NamedTuple
 
-
 from bfcl_safe.backends.long_context import RELATIVE_PATH as LONG_CONTEXT_PATH
 from bfcl_safe.backends.long_context import LongContextDataError, parse_long_context
 from bfcl_safe.checker.scores import RawJSON, raw_top_level_value, top_level_span

@@ -58,7 +58,6 @@ import time
 from collections import deque
 from typing import Any, Callable, NamedTuple, Protocol, Sequence
 
-
 from bfcl_safe.interp.limits import JOBS_ENTRY_GUARD_SECONDS
 
 Task = tuple[str, Sequence[str]]

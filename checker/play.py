@@ -59,7 +59,7 @@ from __future__ import annotations
 import copy
 import enum
 import threading
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 import attrs
 

@@ -51,7 +51,6 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any, Iterable, Iterator, NamedTuple
 
-
 from bfcl_safe.checker.contract import ENTRY_ID, MULTI_TURN_CATEGORIES, MULTI_TURN_GROUP, VERSION_PREFIX
 from bfcl_safe.checker.scores import loads_result_line
 from bfcl_safe.interp.errors import BfclSafeError

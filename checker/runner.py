@@ -35,7 +35,6 @@ import re
 from pathlib import Path
 from typing import Callable, Sequence
 
-
 from bfcl_safe.checker.dataset import Dataset
 from bfcl_safe.checker.decoders.models import decoder_for_model
 from bfcl_safe.checker.errors import INTERNAL_ERROR, RESOURCE_LIMIT

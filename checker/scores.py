@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from bfcl_safe.interp.errors import BfclSafeError
 
+import io
 import json
 import json.decoder
 import json.scanner
@@ -495,7 +496,7 @@ def read_score_summary(path: str | os.PathLike) -> dict:
         summary = json.loads(first)
     except (OSError, UnicodeDecodeError) as exc:
         raise ScoreFileError(f"{_shown_path(path)}: cannot read it ({type(exc).__name__})") from None
-    except (json.JSONDecodeError, RecursionError) as exc:
+    except (json.JSONDecodeError, RecursionError):
         raise ScoreFileError(f"{_shown_path(path)}: the first line is not JSON") from None
     accuracy = summary.get("accuracy") if isinstance(summary, dict) else None
     if type(accuracy) not in (int, float) or not math.isfinite(accuracy) or not 0 <= accuracy <= 1:

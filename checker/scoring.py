@@ -25,7 +25,6 @@ import functools
 import json
 from typing import Any, NamedTuple, Sequence
 
-
 from bfcl_safe.checker.dataset import Dataset
 from bfcl_safe.checker.errors import INTERNAL_ERROR, RESOURCE_LIMIT
 from bfcl_safe.checker.results_io import LineProblem, malformed, parse_line, shown_path

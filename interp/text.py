@@ -65,7 +65,7 @@ def bracket_depth(text: str) -> int:
     depth = deepest = 0
     stack: list[int] = []  # the chain of each enclosing bracket level when it opened
     base = chain = longest = 0  # chains summed over enclosing levels; this level's chain
-    after_operand = after_string = after_close = False
+    after_string = after_close = False
     lambdas = 0  # lambdas whose ":" is still to come (it does not end the chain)
     for token in _DEPTH_TOKEN.finditer(text):
         kind = token.lastgroup
@@ -74,7 +74,7 @@ def bracket_depth(text: str) -> int:
         if kind == "string":
             if after_string:
                 chain += 1  # implicit concatenation
-            after_operand = after_string = True
+            after_string = True
             after_close = False
         elif kind == "word":
             end = token.end()
@@ -83,9 +83,6 @@ def bracket_depth(text: str) -> int:
             if token.group() in _OPERATOR_WORDS:
                 chain += 1
                 lambdas += token.group() == "lambda"
-                after_operand = False
-            else:
-                after_operand = True
             after_string = after_close = False
         elif kind == "open":
             if after_close or after_string:
@@ -96,25 +93,24 @@ def bracket_depth(text: str) -> int:
             depth += 1
             if depth > deepest:
                 deepest = depth
-            after_operand = after_string = after_close = False
+            after_string = after_close = False
         elif kind == "close":
             if stack:
                 chain = stack.pop()
                 base -= chain
             depth -= 1
-            after_operand = after_close = True
+            after_close = True
             after_string = False
         elif kind == "separator":
             if token.group() == ":" and lambdas:
                 lambdas -= 1
             else:
                 chain = 0
-            after_operand = after_string = after_close = False
+            after_string = after_close = False
         elif kind == "op":
             chain += 1
-            after_operand = after_string = after_close = False
+            after_string = after_close = False
         else:
-            after_operand = kind == "number"
             after_string = after_close = False
         if base + chain > longest:
             longest = base + chain
