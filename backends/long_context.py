@@ -63,14 +63,15 @@ _STRING = (
 )
 #: The whole text, token by token (no capturing groups: CPython 3.11's ``re`` mishandles
 #: them inside atomic groups; atomic so that a mismatch costs linear time).
-_SHAPE = re.compile(
+#: (The patterns are compiled when the data is first parsed, through ``re``'s cache: runs
+#: without a long-context category never need them.)
+_SHAPE = (
     r"(?>[ \t\r\n]+|^[A-Za-z_][A-Za-z0-9_]*[ \t]*=(?!=)|" + _STRING
     + r"|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?(?![\w.])"
-    + r"|(?:True|False|None)(?!\w)|\.\.\.|[\[\]{},:])*+",
-    re.MULTILINE,
+    + r"|(?:True|False|None)(?!\w)|\.\.\.|[\[\]{},:])*+"
 )
-_REWRITE = re.compile(_STRING + r"|(?:True|False|None)(?!\w)|\.\.\.|,(?=[ \t\r\n]*[\]}])")
-_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)[ \t]*=(?!=)", re.MULTILINE)
+_REWRITE = _STRING + r"|(?:True|False|None)(?!\w)|\.\.\.|,(?=[ \t\r\n]*[\]}])"
+_ASSIGNMENT = r"^([A-Za-z_][A-Za-z0-9_]*)[ \t]*=(?!=)"
 _KEYWORDS = {"True": "true", "False": "false", "None": "null"}
 _ELLIPSIS = f"bfcl-safe ellipsis {id(object())}"
 _ELLIPSIS_JSON = json.dumps(_ELLIPSIS)
@@ -94,10 +95,10 @@ def _as_json(match: re.Match) -> str:
 
 
 def _parse_fast(source: str) -> dict[str, Any] | None:
-    if _SHAPE.fullmatch(source) is None:
+    if re.compile(_SHAPE, re.MULTILINE).fullmatch(source) is None:
         return None
-    text = _REWRITE.sub(_as_json, source)
-    parts = _ASSIGNMENT.split(text)
+    text = re.compile(_REWRITE).sub(_as_json, source)
+    parts = re.compile(_ASSIGNMENT, re.MULTILINE).split(text)
     if parts[0].strip():
         return None
     decode = json.JSONDecoder().raw_decode

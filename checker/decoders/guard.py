@@ -17,16 +17,14 @@ from bfcl_safe.interp.text import bracket_depth
 #: finds them (an unterminated string runs to the end, a lone trailing backslash
 #: included); linear: no nested repeats, and a string that starts always matches (one
 #: that could fail after scanning would be rescanned from every later quote).
-_STRING_OR_COMMENT = re.compile(
+_STRING_OR_COMMENT = (  # (compiled when first needed, through re's cache: most runs never need it)
     r"""(?:(?<![\w])(?P<prefix>[rRbBuUfF]{1,2}))?(?P<string>
         '\'\'[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*(?:'\'\'|\\?\Z)
       |\"\"\"[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*(?:\"\"\"|\\?\Z)
       |'[^'\\\n]*(?:\\.[^'\\\n]*)*(?:'|\\?\Z|(?=\n))
       |"[^"\\\n]*(?:\\.[^"\\\n]*)*(?:"|\\?\Z|(?=\n)))
-    |\#[^\n]*""",
-    re.VERBOSE | re.DOTALL,
+    |\#[^\n]*"""
 )
-_BRACES = re.compile(r"[{}]")
 #: f-strings inside f-string fields, deeper than this, count as too deep (CPython 3.11
 #: allows four: each level needs a quote kind of its own).
 _MAX_FSTRING_LEVELS = 8
@@ -37,8 +35,9 @@ def _replacement_fields(body: str) -> str:
     operator chain, as between arguments); ``{{``/``}}`` are literal braces."""
     fields = []
     depth = start = position = 0
+    braces = re.compile(r"[{}]")
     while True:
-        brace = _BRACES.search(body, position)
+        brace = braces.search(body, position)
         if brace is None:
             break
         at, char = brace.start(), brace.group()
@@ -67,7 +66,7 @@ def libcst_depth(text: str, level: int = 0) -> int:
     if "{" not in text:
         return depth
     deepest_fstring = 0
-    for token in _STRING_OR_COMMENT.finditer(text):
+    for token in re.compile(_STRING_OR_COMMENT, re.VERBOSE | re.DOTALL).finditer(text):
         prefix = token.group("prefix")
         if not prefix or "f" not in prefix.lower():
             continue
