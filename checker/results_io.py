@@ -377,19 +377,23 @@ def read_lines(path: Path) -> Iterator[Line]:
 
 #: Every byte but quotes and brackets (deleted by ``bytes.translate``).
 _NOT_STRUCTURE = bytes(byte for byte in range(256) if byte not in b'"[]{}')
+_NOT_OPENERS = bytes(byte for byte in range(256) if byte not in b"[{")
+#: Texts shorter than this get the quick count of openers first (a longer one, with an
+#: inference log, nearly always has more openers than the limit: the count would be spent).
+_QUICK_COUNT_BYTES = 4096
 _STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
 #: Brackets per chunk of the depth count (one exact count per chunk that could pass the limit).
 _CHUNK = 256
 
 
-def _brackets(text: str) -> bytes:
-    """The brackets of ``text`` outside strings, in order, by bytes operations only (each
-    linear and in C, a few per line). Escapes first: backslash pairs, then escaped quotes
-    (a backslash run pairs from its start, as a parser reads it); then only quotes and
-    brackets are kept; adjacent quotes are dropped in pairs (an empty string, or the end of
-    one string and the start of the next: no bracket is between them, and every other
-    quote keeps its parity); what is left between a quote and the next is inside a string."""
-    data = text.encode("utf-8", "surrogatepass")
+def _brackets(data: bytes) -> bytes:
+    """The brackets of the (UTF-8) text ``data`` outside strings, in order, by bytes
+    operations only (each linear and in C, a few per line). Escapes first: backslash
+    pairs, then escaped quotes (a backslash run pairs from its start, as a parser reads
+    it); then only quotes and brackets are kept; adjacent quotes are dropped in pairs (an
+    empty string, or the end of one string and the start of the next: no bracket is between
+    them, and every other quote keeps its parity); what is left between a quote and the
+    next is inside a string."""
     if b"\\" in data:
         data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
     data = data.translate(None, _NOT_STRUCTURE)
@@ -420,14 +424,20 @@ def nesting_depth(text: str) -> int:
     (other backslashes are ordinary characters). Exact on JSON; on invalid text still an
     upper bound of what a parser reaches before it fails (up to the first error the text is
     JSON). Linear time, no recursion, no Python-level step per character."""
-    return _deepest(_brackets(text), -1)
+    return _deepest(_brackets(text.encode("utf-8", "surrogatepass")), -1)
 
 
 def deeper_than(text: str, limit: int) -> bool:
-    """Whether :func:`nesting_depth` of ``text`` exceeds ``limit``: not when there are
-    no more openers than the limit outside strings, else counted exactly only in the
+    """Whether :func:`nesting_depth` of ``text`` exceeds ``limit``: not when a short text
+    has no more openers than the limit at all (one call: most lines of a prompting
+    model), nor when there are no more outside strings; else counted exactly only in the
     chunks where it could."""
-    brackets = _brackets(text)
+    if len(text) <= limit:
+        return False
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) < _QUICK_COUNT_BYTES and len(data.translate(None, _NOT_OPENERS)) <= limit:
+        return False
+    brackets = _brackets(data)
     return brackets.count(b"[") + brackets.count(b"{") > limit and _deepest(brackets, limit) > limit
 
 
