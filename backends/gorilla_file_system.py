@@ -233,11 +233,7 @@ def _same_tree(left: Directory, right: Directory) -> bool:
                 return False
             if value is other:
                 continue
-            kind = type(value)
-            if kind is File and type(other) is File:  # (File.__eq__, without the call)
-                if not (value.name == other.name and value.content == other.content):
-                    return False
-            elif kind is Directory and type(other) is Directory:
+            if type(value) is Directory and type(other) is Directory:
                 pair = (id(value), id(other))
                 if pair not in seen:
                     seen.add(pair)

@@ -72,6 +72,14 @@ def refuse_above(kind: str, amount: int) -> None:
         raise BudgetExceeded(kind, limit, amount)
 
 
+def _allowance(active: _budget.Budget | None, kind: str) -> tuple[int, int]:
+    """``(limit, spent)`` of a cumulative kind in the ``active`` budget (with none: the
+    default limit, nothing spent, so that one walk is bounded all the same)."""
+    if active is None:
+        return limits.ENTRY_BUDGETS[kind], 0
+    return active.limits[kind], active.spent.get(kind, 0)
+
+
 def _int_digits(value: int) -> int:
     bits = abs(value).bit_length()
     if bits > _MAX_INT_BITS:
@@ -95,15 +103,10 @@ def measure(value: Any, inside: tuple = (), spread: bool = False) -> tuple[int, 
     forbidden = {id(container) for container in inside} if inside else ()
     on_path: set[int] = set()
     active = _budget.current()
-    if active is None:
-        char_limit, item_limit, depth_limit = (limits.ENTRY_BUDGETS[kind] for kind in (STATE_CHARS, STATE_ITEMS,
-                                                                                      STATE_DEPTH))
-        char_spent = item_spent = 0
-    else:
-        char_limit, item_limit = active.limits[STATE_CHARS], active.limits[STATE_ITEMS]
-        char_spent, item_spent = active.spent.get(STATE_CHARS, 0), active.spent.get(STATE_ITEMS, 0)
-        depth_limit = active.limits.get(STATE_DEPTH, limits.ENTRY_BUDGETS[STATE_DEPTH])
+    char_limit, char_spent = _allowance(active, STATE_CHARS)
+    item_limit, item_spent = _allowance(active, STATE_ITEMS)
     char_cap, item_cap = char_limit - char_spent, item_limit - item_spent
+    depth_limit = limit_of(STATE_DEPTH)
     chars = items = 0
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
@@ -147,6 +150,7 @@ def store(*values: Any, records: int = 1, inside: tuple = (), spread: bool = Fal
     a list item, a dict entry, a file ...) before storing them; ``inside`` and ``spread``
     as for :func:`measure`."""
     active = _budget.current()
+    limit, spent = _allowance(active, STATE_CHARS)  # (nothing is charged before the loop ends)
     chars = items = 0
     for value in values:
         kind = type(value)
@@ -163,10 +167,6 @@ def store(*values: Any, records: int = 1, inside: tuple = (), spread: bool = Fal
             chars += more_chars
             items += more_items
             continue
-        if active is None:
-            limit, spent = limits.ENTRY_BUDGETS[STATE_CHARS], 0
-        else:
-            limit, spent = active.limits[STATE_CHARS], active.spent.get(STATE_CHARS, 0)
         if size > limit - spent:
             raise BudgetExceeded(STATE_CHARS, limit, spent + size)
         chars += size

@@ -684,8 +684,6 @@ def info(data: str | None) -> None:
     click.echo("\n".join(lines))
 
 
-
-
 if __name__ == "__main__":
     from bfcl_safe.checker.command import run
 

@@ -72,15 +72,18 @@ def shown(value: object) -> str:
     text = value if isinstance(value, str) else str(value)
     if text.isascii() and text.isprintable():  # (no control character: nothing to escape)
         return text
-    unsafe = re.compile(UNSAFE)
-    return unsafe.sub(_escape, text) if unsafe.search(text) else text
+    return _escaped(text, UNSAFE)
 
 
 def shown_lines(text: str) -> str:
     """Like :func:`shown`, keeping the newlines that separate lines of our own output."""
     if text.isascii() and text.replace("\n", "").isprintable():
         return text
-    unsafe = re.compile(_UNSAFE_BUT_NEWLINE)
+    return _escaped(text, _UNSAFE_BUT_NEWLINE)
+
+
+def _escaped(text: str, pattern: str) -> str:
+    unsafe = re.compile(pattern)
     return unsafe.sub(_escape, text) if unsafe.search(text) else text
 
 
