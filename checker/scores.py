@@ -210,9 +210,10 @@ class RawJSON:
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _scan_value = json.scanner.make_scanner(json.JSONDecoder())
-#: Scans a value for validity only: objects are not built (keys and leaves still are;
-#: ``len`` is just the cheapest thing to hand each object's pairs to).
-_check_value = json.scanner.make_scanner(json.JSONDecoder(object_pairs_hook=len))
+#: Scans a value for validity only: objects and floats are not built (keys, strings and
+#: ints still are; ``len`` is just the cheapest thing to hand each object's pairs and each
+#: float's text to: whether a number is valid is decided before it is converted).
+_check_value = json.scanner.make_scanner(json.JSONDecoder(object_pairs_hook=len, parse_float=len))
 #: Keys of a result line whose value is kept as :class:`RawJSON`.
 RAW_KEYS = frozenset({"inference_log"})
 

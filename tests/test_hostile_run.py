@@ -665,7 +665,46 @@ def test_the_depth_count_is_the_nesting_of_any_json_value(value, ascii_only: boo
         children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
         return (1 + max(map(nesting, children), default=0)) if isinstance(item, (dict, list)) else 0
 
-    assert results_io.nesting_depth(json.dumps(value, ensure_ascii=ascii_only)) == nesting(value)
+    text = json.dumps(value, ensure_ascii=ascii_only)
+    assert results_io.nesting_depth(text) == nesting(value)
+    assert results_io.nesting_depth(text, known_json=True) == nesting(value)
+
+
+#: Characters that meet every escape JSON has (json.dumps writes \n, \t, \u0001, \\, \", and
+#: \u00e9 with ensure_ascii), the letters escapes use, and brackets.
+_ESCAPE_ALPHABET = '[]{}"\\/bfnrtu\n\t\x01\x1fé x,'
+
+
+@given(st.recursive(st.none() | st.text(_ESCAPE_ALPHABET, max_size=12),
+                    lambda inner: st.lists(inner, max_size=4)
+                    | st.dictionaries(st.text(_ESCAPE_ALPHABET, max_size=4), inner, max_size=3), max_leaves=60),
+       st.booleans(), st.sampled_from([0, 1, 2, 3, 5, 40]), st.booleans())
+def test_the_count_for_known_json_equals_the_count_for_any_text_on_json(value, ascii_only: bool, limit: int,
+                                                                         wrapped: bool) -> None:
+    text = json.dumps(value, ensure_ascii=ascii_only)
+    if wrapped:  # deeper than the quick count lets through, so the brackets are counted
+        text = "[" * 250 + text + "]" * 250
+    json.loads(text)  # the premise: a parser accepts it
+    expected = _depth_by_hand(text)
+    assert results_io.nesting_depth(text, known_json=True) == expected == results_io.nesting_depth(text)
+    for bound in (limit, limit + 250):
+        assert results_io.deeper_than(text, bound, known_json=True) == (expected > bound)
+
+
+@pytest.mark.parametrize(("text", "reason"), [
+    ('{"id": "%s_0", "result": %s}' % (BASE, "[" * 201 + "]" * 201), "nested 202 levels deep"),
+    ('{"id": "%s_0", "result": %s' % (BASE, "[" * 201 + "]" * 201), "nested 202 levels deep"),  # and invalid
+    ("[" * 100_000, "nested 100,000 levels deep"),  # past the C parser's own depth, on every Python
+    ('{"id": "%s_0", "result": %s}' % (BASE, "[" * 5_000 + "]" * 5_000), "nested 5,001 levels deep"),
+    ('{"id": "%s_0", "result": %s' % (BASE, "[" * 199 + "]" * 199), "not valid JSON"),
+    ('{"id": "%s_0", "result": %s}' % (BASE, "[" * 199 + "]" * 199), None),
+])
+def test_a_line_too_deep_is_skipped_for_its_depth_whatever_else_is_wrong(text: str, reason: str | None) -> None:
+    if reason is None:
+        assert results_io.parse_line(text, BASE)["id"] == f"{BASE}_0"
+        return
+    with pytest.raises(results_io.LineProblem, match=reason):
+        results_io.parse_line(text, BASE)
 
 
 @pytest.mark.parametrize("inside", ["]" * 300, "}" * 300, "]}" * 150 + "\\\\", '\\"' + "]" * 300])
