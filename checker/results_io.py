@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, NamedTuple
 
 from bfcl_safe.checker.contract import ENTRY_ID, MULTI_TURN_CATEGORIES, MULTI_TURN_GROUP, VERSION_PREFIX
-from bfcl_safe.checker.scores import loads_result_line
+from bfcl_safe.checker.scores import Piece, loads_result_line
 from bfcl_safe.interp.errors import BfclSafeError
 from bfcl_safe.interp.limits import (
     MAX_RESULT_FILE_BYTES,
@@ -459,8 +459,24 @@ class LineProblem(BfclSafeError, ValueError):
     """Why a result line is skipped, without its location (the caller adds it)."""
 
 
-def _refuse_if_deep(text: str, known_json: bool) -> None:
-    if deeper_than(text, MAX_RESULT_LINE_DEPTH, known_json=known_json):
+def _deeper_in_pieces(text: str, pieces: list[Piece], limit: int) -> bool:
+    """:func:`deeper_than` for a JSON text whose :data:`~bfcl_safe.checker.scores.Piece` s
+    are known: a piece whose openers (counted with those inside strings: a bound of its
+    depth) leave it within the limit needs nothing more, and only the others are
+    counted exactly. An inference log's messages hold 20 to 200 openers each and the
+    log more than the limit: bounded message by message, it is counted without
+    copying or reducing its text."""
+    count = text.count
+    for start, end, above in pieces:
+        if (count("[", start, end) + count("{", start, end) + above > limit
+                and deeper_than(text[start:end], limit - above, known_json=True)):
+            return True
+    return False
+
+
+def _refuse_if_deep(text: str, known_json: bool, pieces: list[Piece] | None = None) -> None:
+    if deeper_than(text, MAX_RESULT_LINE_DEPTH, known_json=known_json) if not pieces else \
+            _deeper_in_pieces(text, pieces, MAX_RESULT_LINE_DEPTH):
         depth = nesting_depth(text, known_json=known_json)
         raise LineProblem(f"nested {depth:,} levels deep, more than the {MAX_RESULT_LINE_DEPTH} a result line may "
                           f"be; line skipped")
@@ -473,15 +489,16 @@ def parse_line(text: str, category: str) -> dict:
     A line nested more than :data:`~bfcl_safe.interp.limits.MAX_RESULT_LINE_DEPTH` deep is
     skipped whatever else is wrong with it. The depth is counted after the C parser has
     read the line (it fails safely, with RecursionError, past a depth of its own that
-    differs between Python versions): on a line it accepted the count is the cheaper one
-    for JSON; on a line it refused, the count for any text decides which of the two
-    reasons is given."""
+    differs between Python versions): on a line it accepted, piece by piece (see
+    :func:`_deeper_in_pieces`) with the cheaper count for JSON; on a line it refused, the
+    count for any text decides which of the two reasons is given."""
+    pieces: list[Piece] = []
     try:
-        item = loads_result_line(text)
+        item = loads_result_line(text, pieces=pieces)
     except (ValueError, RecursionError) as exc:
         _refuse_if_deep(text, known_json=False)
         raise LineProblem(f"not valid JSON ({shown_path(str(exc)[:120])}); line skipped") from None
-    _refuse_if_deep(text, known_json=True)
+    _refuse_if_deep(text, known_json=True, pieces=pieces)
     if not isinstance(item, dict) or "id" not in item or "result" not in item:
         raise LineProblem("expected an object with 'id' and 'result'; line skipped")
     entry_id = item["id"]

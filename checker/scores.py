@@ -225,16 +225,32 @@ class ResultLine(dict):
     __slots__ = ("texts",)
 
 
-def loads_result_line(line: str, spans: dict[str, tuple[int, int]] | None = None) -> Any:
+#: A piece of a result line: ``(start, end, above)``, the text ``line[start:end]`` of one
+#: JSON value and how many arrays and objects enclose it.
+Piece = tuple[int, int, int]
+
+
+def loads_result_line(line: str, spans: dict[str, tuple[int, int]] | None = None,
+                      pieces: list[Piece] | None = None) -> Any:
     """``json.loads(line)``, except that an object's ``inference_log`` comes back as
     :class:`RawJSON` and the object as a :class:`ResultLine` (with the text of its
     ``result``). Raises exactly what ``json.loads`` raises on the same text. ``spans``,
-    if given, receives where each top-level value's text is in ``line``."""
+    if given, receives where each top-level value's text is in ``line``.
+
+    ``pieces``, if given, receives :data:`Piece` s that together hold every value of the
+    object: each top-level value (one level down), except that an array kept as
+    :class:`RawJSON` is given by its elements (two levels down; the array itself when it
+    is empty). The object's nesting depth is then the greatest ``above`` + depth of a
+    piece. Nothing is added when the line is not an object this reader takes."""
     try:
-        parsed = _loads_object(line, spans=spans)
+        parsed = _loads_object(line, spans=spans, pieces=pieces)
     except (ValueError, RecursionError, StopIteration, IndexError):
         parsed = None
-    return json.loads(line) if parsed is None else parsed
+    if parsed is None:
+        if pieces:
+            del pieces[:]
+        return json.loads(line)
+    return parsed
 
 
 def raw_value(item: Any, key: str) -> RawJSON | None:
@@ -257,11 +273,32 @@ def top_level_span(line: str, key: str) -> tuple[int, int] | None:
     return None if _loads_object(line, frozenset(), spans) is None else spans.get(key)
 
 
+def _check_elements(line: str, start: int, pieces: list[Piece]) -> int:
+    """Scans the array at ``start`` for validity as ``_check_value`` does, one element
+    at a time so that each element's span is known; returns where the array ends. Any
+    departure from JSON raises (the caller then lets ``json.loads`` decide)."""
+    ws = _WHITESPACE.match
+    index = ws(line, start + 1).end()
+    if line[index] == "]":
+        pieces.append((start, index + 1, 1))
+        return index + 1
+    while True:
+        _, end = _check_value(line, index)
+        pieces.append((index, end, 2))
+        index = ws(line, end).end()
+        if line[index] == ",":
+            index = ws(line, index + 1).end()
+        elif line[index] == "]":
+            return index + 1
+        else:
+            raise ValueError("not an array")
+
+
 def _loads_object(line: str, text_keys: frozenset = frozenset({"result"}),
-                  spans: dict[str, tuple[int, int]] | None = None) -> dict | None:
+                  spans: dict[str, tuple[int, int]] | None = None, pieces: list[Piece] | None = None) -> dict | None:
     """A top-level JSON object, key by key with the C scanner; None when the text is not
-    one (the caller then lets ``json.loads`` decide and word the error). ``spans``, if
-    given, receives where each value's text is."""
+    one (the caller then lets ``json.loads`` decide and word the error). ``spans`` and
+    ``pieces``, if given, receive where each value's text is (see :func:`loads_result_line`)."""
     ws = _WHITESPACE.match
     index = ws(line, 0).end()
     if line[index] != "{":
@@ -281,12 +318,19 @@ def _loads_object(line: str, text_keys: frozenset = frozenset({"result"}),
                 return None
             start = ws(line, index + 1).end()
             if key in RAW_KEYS:
-                _, index = _check_value(line, start)
+                if pieces is not None and line[start] == "[":
+                    index = _check_elements(line, start, pieces)
+                else:
+                    _, index = _check_value(line, start)
+                    if pieces is not None:
+                        pieces.append((start, index, 1))
                 out[key] = RawJSON(line[start:index])
             else:
                 out[key], index = _scan_value(line, start)
                 if key in text_keys:
                     out.texts[key] = RawJSON(line[start:index])
+                if pieces is not None:
+                    pieces.append((start, index, 1))
             if spans is not None:
                 spans[key] = (start, index)
             index = ws(line, index).end()

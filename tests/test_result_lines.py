@@ -14,8 +14,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bfcl_safe.checker import results_io
 from bfcl_safe.checker.scores import RawJSON, dumps_line, loads_result_line, raw_value
 from tests.refenv import REAL_RESULTS
+
+
+def _loads_with_pieces(text: str):
+    """loads_result_line also recording the line's pieces (element by element through the
+    inference log): it must read exactly as it does without them."""
+    return loads_result_line(text, pieces=[])
+
+
+_readers = pytest.mark.parametrize("loads", [loads_result_line, _loads_with_pieces], ids=["plain", "pieces"])
 
 _json = st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=6)),
@@ -52,11 +62,12 @@ def _materialised(value):
     return value
 
 
+@_readers
 @settings(max_examples=300)
 @given(_lines)
-def test_same_values_as_json_loads(case):
+def test_same_values_as_json_loads(loads, case):
     text = _text(*case)
-    ours = loads_result_line(text)
+    ours = loads(text)
     assert _same(_materialised(ours), json.loads(text))
     if isinstance(ours, dict) and "inference_log" in ours:
         assert isinstance(ours["inference_log"], RawJSON)
@@ -72,17 +83,18 @@ def _error(function, text):
     return None
 
 
+@_readers
 @settings(max_examples=500)
 @given(_lines, st.data())
-def test_broken_lines_fail_exactly_like_json_loads(case, data):
+def test_broken_lines_fail_exactly_like_json_loads(loads, case, data):
     text = _text(*case)
     cut = data.draw(st.integers(0, len(text)))
     junk = data.draw(st.sampled_from(["", "}", "]", ",", '"', ":", "x", "{", "[", "\\", "\x00", "NaN", " "]))
     broken = text[:cut] + junk + text[cut + data.draw(st.integers(0, 3)):]
     expected = _error(json.loads, broken)
-    assert _error(loads_result_line, broken) == expected
+    assert _error(loads, broken) == expected
     if expected is None:
-        assert _same(_materialised(loads_result_line(broken)), json.loads(broken))
+        assert _same(_materialised(loads(broken)), json.loads(broken))
 
 
 @pytest.mark.parametrize("text", [
@@ -90,11 +102,38 @@ def test_broken_lines_fail_exactly_like_json_loads(case, data):
     '{"inference_log": NaN}', '\ufeff{"id": 1}', '{"inference_log": ' + "[" * 100_000 + "]" * 100_000 + "}",
     '{"id": "x", "inference_log": "a\\ud800b"}', '{"id": 1} x',
 ])
-def test_edge_cases_match_json_loads(text):
+@_readers
+def test_edge_cases_match_json_loads(loads, text):
     expected = _error(json.loads, text)
-    assert _error(loads_result_line, text) == expected
+    assert _error(loads, text) == expected
     if expected is None:
-        assert _same(_materialised(loads_result_line(text)), json.loads(text))
+        assert _same(_materialised(loads(text)), json.loads(text))
+
+
+_deep_json = st.recursive(
+    st.one_of(st.none(), st.integers(), st.text("[]{}\"\\ab", max_size=8)),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(st.text("[]{k", max_size=3), inner, max_size=3)),
+    max_leaves=40,
+)
+
+
+@settings(max_examples=300)
+@given(st.lists(st.tuples(_keys, _deep_json), max_size=5), st.booleans(), st.sampled_from([None, 1]),
+       st.sampled_from([(", ", ": "), (",", ":")]), st.sampled_from(["", " \n"]))
+def test_the_pieces_hold_every_value_and_give_the_line_depth(pairs, ensure_ascii, indent, separators, padding):
+    text = _text(pairs, ensure_ascii, indent, separators, padding)
+    pieces: list = []
+    loads_result_line(text, pieces=pieces)
+    depth = results_io.nesting_depth(text)
+    ends = [0]
+    for start, end, above in pieces:
+        assert start >= ends[-1] and above in (1, 2)  # in order, apart
+        json.loads(text[start:end])  # each piece is one JSON value
+        ends.append(end)
+    assert max([1] + [above + results_io.nesting_depth(text[start:end]) for start, end, above in pieces]) == depth
+    if pieces:  # (none only for "{}", which parse_line then counts whole)
+        for limit in range(depth + 2):
+            assert results_io._deeper_in_pieces(text, pieces, limit) == (depth > limit)
 
 
 @settings(max_examples=300)
