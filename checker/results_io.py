@@ -468,7 +468,8 @@ def _deeper_in_pieces(text: str, pieces: list[Piece], limit: int) -> bool:
     copying or reducing its text."""
     count = text.count
     for start, end, above in pieces:
-        if (count("[", start, end) + count("{", start, end) + above > limit
+        # (A value d levels deep has d openers and d closers: a short one is not counted.)
+        if (end - start > 2 * (limit - above) and count("[", start, end) + count("{", start, end) + above > limit
                 and deeper_than(text[start:end], limit - above, known_json=True)):
             return True
     return False
