@@ -209,6 +209,7 @@ class RawJSON:
 
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
+_BLANK = frozenset(" \t\n\r")
 _scan_value = json.scanner.make_scanner(json.JSONDecoder())
 #: Scans a value for validity only: objects and floats are not built (keys, strings and
 #: ints still are; ``len`` is just the cheapest thing to hand each object's pairs and each
@@ -282,14 +283,22 @@ def _check_elements(line: str, start: int, pieces: list[Piece]) -> int:
     if line[index] == "]":
         pieces.append((start, index + 1, 1))
         return index + 1
+    append = pieces.append
     while True:
         _, end = _check_value(line, index)
-        pieces.append((index, end, 2))
-        index = ws(line, end).end()
-        if line[index] == ",":
-            index = ws(line, index + 1).end()
-        elif line[index] == "]":
-            return index + 1
+        append((index, end, 2))
+        char = line[end]
+        if char in _BLANK:
+            end = ws(line, end).end()
+            char = line[end]
+        if char == ",":
+            index = end + 1
+            if line[index] == " ":  # (", ", as json.dumps writes it, without a regex call)
+                index += 1
+            if line[index] in _BLANK:
+                index = ws(line, index).end()
+        elif char == "]":
+            return end + 1
         else:
             raise ValueError("not an array")
 
