@@ -242,7 +242,8 @@ def loads_result_line(line: str, spans: dict[str, tuple[int, int]] | None = None
     object: each top-level value (one level down), except that an array kept as
     :class:`RawJSON` is given by its elements (two levels down; the array itself when it
     is empty). The object's nesting depth is then the greatest ``above`` + depth of a
-    piece. Nothing is added when the line is not an object this reader takes."""
+    piece. Nothing is added when the line is not an object this reader takes, nor when
+    it would take more than :data:`MAX_PIECES` pieces."""
     try:
         parsed = _loads_object(line, spans=spans, pieces=pieces)
     except (ValueError, RecursionError, StopIteration, IndexError):
@@ -274,17 +275,32 @@ def top_level_span(line: str, key: str) -> tuple[int, int] | None:
     return None if _loads_object(line, frozenset(), spans) is None else spans.get(key)
 
 
+#: Most elements of one array recorded as pieces (real inference logs: 5 to 13); past it
+#: the array is one piece, scanned again whole (at most twice the work, never a piece per
+#: element of a hostile ``[0,0,0,...]``).
+MAX_ELEMENT_PIECES = 1024
+#: Most pieces of one line; past it none are kept (the caller counts the line whole).
+MAX_PIECES = 4096
+
+
 def _check_elements(line: str, start: int, pieces: list[Piece]) -> int:
     """Scans the array at ``start`` for validity as ``_check_value`` does, one element
     at a time so that each element's span is known; returns where the array ends. Any
-    departure from JSON raises (the caller then lets ``json.loads`` decide)."""
+    departure from JSON raises (the caller then lets ``json.loads`` decide). Past
+    :data:`MAX_ELEMENT_PIECES` elements the array is scanned whole and is one piece."""
     ws = _WHITESPACE.match
     index = ws(line, start + 1).end()
     if line[index] == "]":
         pieces.append((start, index + 1, 1))
         return index + 1
     append = pieces.append
+    first = len(pieces)
     while True:
+        if len(pieces) - first >= MAX_ELEMENT_PIECES:
+            del pieces[first:]
+            _, end = _check_value(line, start)
+            append((start, end, 1))
+            return end
         _, end = _check_value(line, index)
         append((index, end, 2))
         char = line[end]
@@ -342,6 +358,9 @@ def _loads_object(line: str, text_keys: frozenset = frozenset({"result"}),
                     pieces.append((start, index, 1))
             if spans is not None:
                 spans[key] = (start, index)
+            if pieces is not None and len(pieces) > MAX_PIECES:
+                del pieces[:]  # (the caller counts the line whole)
+                pieces = None
             index = ws(line, index).end()
             if line[index] == ",":
                 index = ws(line, index + 1).end()

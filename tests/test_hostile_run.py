@@ -504,6 +504,8 @@ def _hostile_tree(root: Path) -> Path:
         f'{{"id": "{BASE}_10", "result": {"[" * 201 + "]" * 201}}}',  # just past it
         json.dumps({"id": f"{BASE}_11", "result": [["x" * (40 << 20)]]}),  # past the line limit
         json.dumps({"id": f"{BASE}_12", "result": [["y" * (8 << 20)]]}),  # big, within it
+        # 15 million log elements within the line limit: the reader keeps no piece per element
+        f'{{"id": "{BASE}_13", "result": [[]], "inference_log": [{"0," * 14_999_999}0]}}',
         "\x1b]0;owned\x07\x1b[2J not json",
     ]
     _result_file(result, MODEL, BASE, hostile)
@@ -576,8 +578,9 @@ def test_ordinary_entries_keep_their_verdicts_beside_hostile_ones(hostile_runs: 
     for entry_id in (f"{BASE}_7", f"{BASE}_8"):
         assert failed[entry_id]["valid"] is False
     assert f"{BASE}_12" in failed  # big but within the limits: scored
+    assert failed[f"{BASE}_13"]["error"]["error_type"] == "multi_turn:force_terminated"  # scored, log and all
     # Skipped: past the depth limit (both), past the line limit, not JSON; the stray copy not read.
-    assert summary["total_count"] == len(ORDINARY) + 4
+    assert summary["total_count"] == len(ORDINARY) + 5
 
 
 @pytest.mark.parametrize("jobs", [1, 2])

@@ -169,3 +169,31 @@ def test_several_raw_values_are_each_written_as_their_text():
     line = dumps_line(record)
     assert line == ('{"id": "x", "prompt": {"a": [1, 2]}, "error": {"k": "RawJSON"}, '
                     '"inference_log": [{"role": "user"}], "first_failing_turn": 0}')
+
+
+def test_a_long_raw_array_is_one_piece_and_its_depth_still_counts():
+    # A hostile [0,0,0,...] log must not cost a piece (and a Python step) per element.
+    from bfcl_safe.checker.scores import MAX_ELEMENT_PIECES
+
+    elements = ["0"] * (MAX_ELEMENT_PIECES * 3)
+    line = '{"id": "multi_turn_base_0", "result": [], "inference_log": [' + ", ".join(elements) + "]}"
+    pieces: list = []
+    assert _materialised(loads_result_line(line, pieces=pieces)) == json.loads(line)
+    assert len(pieces) == 3 and pieces[-1][2] == 1 and line[pieces[-1][0]] == "["  # the log, whole
+    assert results_io.parse_line(line, "multi_turn_base")["id"] == "multi_turn_base_0"
+    elements[-5] = "[" * 250 + "]" * 250  # deep, past the elements recorded one by one
+    deep = '{"id": "multi_turn_base_0", "result": [], "inference_log": [' + ", ".join(elements) + "]}"
+    with pytest.raises(results_io.LineProblem, match="nested 252 levels deep"):
+        results_io.parse_line(deep, "multi_turn_base")
+
+
+def test_a_line_of_too_many_values_keeps_no_pieces_and_is_counted_whole():
+    from bfcl_safe.checker.scores import MAX_PIECES
+
+    values = ", ".join(['"x": [0]'] * (MAX_PIECES + 1))
+    line = '{"id": "multi_turn_base_0", "result": [], ' + values + ', "y": ' + "[" * 250 + "]" * 250 + "}"
+    pieces: list = []
+    loads_result_line(line, pieces=pieces)
+    assert pieces == []
+    with pytest.raises(results_io.LineProblem, match="nested 251 levels deep"):
+        results_io.parse_line(line, "multi_turn_base")
