@@ -463,9 +463,9 @@ def _deeper_in_pieces(text: str, pieces: list[Piece], limit: int) -> bool:
     """:func:`deeper_than` for a JSON text whose :data:`~bfcl_safe.checker.scores.Piece` s
     are known: a piece whose openers (counted with those inside strings: a bound of its
     depth) leave it within the limit needs nothing more, and only the others are
-    counted exactly. An inference log's messages hold 20 to 200 openers each and the
-    log more than the limit: bounded message by message, it is counted without
-    copying or reducing its text."""
+    counted exactly. An inference log's messages hold a few dozen openers each (at most
+    211 in the real results) and the whole log more than the limit: bounded message by
+    message, it is counted without copying or reducing its text."""
     count = text.count
     for start, end, above in pieces:
         # (A value d levels deep has d openers and d closers: a short one is not counted.)
@@ -476,8 +476,11 @@ def _deeper_in_pieces(text: str, pieces: list[Piece], limit: int) -> bool:
 
 
 def _refuse_if_deep(text: str, known_json: bool, pieces: list[Piece] | None = None) -> None:
-    if deeper_than(text, MAX_RESULT_LINE_DEPTH, known_json=known_json) if not pieces else \
-            _deeper_in_pieces(text, pieces, MAX_RESULT_LINE_DEPTH):
+    if pieces:
+        deep = _deeper_in_pieces(text, pieces, MAX_RESULT_LINE_DEPTH)
+    else:
+        deep = deeper_than(text, MAX_RESULT_LINE_DEPTH, known_json=known_json)
+    if deep:
         depth = nesting_depth(text, known_json=known_json)
         raise LineProblem(f"nested {depth:,} levels deep, more than the {MAX_RESULT_LINE_DEPTH} a result line may "
                           f"be; line skipped")
