@@ -580,9 +580,13 @@ def test_ctrl_c_stops_at_once_and_says_what_was_written(dataset, tmp_path):
     script = EntryScript(dataset, dataset.ids(BASE), "fc", truth_policy)
     path = result_path(tmp_path / "run", "killed_model", BASE)
     with ScriptedServer(slow(script, 0.3)) as server:
+        # (SIGINT set back to its default in the child: a disposition of "ignored" is
+        # inherited through exec, and Python then never turns SIGINT into Ctrl-C.)
         child = subprocess.Popen(_command(server, tmp_path, tmp_path / "run", ids),
                                  env={**os.environ, "PYTHONPATH": str(ROOT)},
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        sigint = signal.getsignal(signal.SIGINT)
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and child.poll() is None:
             if path.exists() and path.read_bytes().count(b"\n") >= 1:
@@ -590,7 +594,7 @@ def test_ctrl_c_stops_at_once_and_says_what_was_written(dataset, tmp_path):
             time.sleep(0.05)
         child.send_signal(signal.SIGINT)
         _out, err = child.communicate(timeout=60)
-    assert child.returncode == 130, err
+    assert child.returncode == 130, f"(SIGINT here: {sigint!r}) {err}"
     assert "Interrupted:" in err and "Run the same command again to resume" in err
     assert "Traceback" not in err
     written = existing_ids(path)
