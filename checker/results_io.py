@@ -443,9 +443,10 @@ def nesting_depth(text: str, *, known_json: bool = False) -> int:
 
 def deeper_than(text: str, limit: int, *, known_json: bool = False) -> bool:
     """Whether :func:`nesting_depth` of ``text`` exceeds ``limit``: not when a short text
-    has no more openers than the limit at all (one call: most lines of a prompting
-    model), nor when there are no more outside strings; else counted exactly only in the
-    chunks where it could. ``known_json`` as for :func:`nesting_depth`."""
+    has no more openers than the limit at all (one call), nor when there are no more
+    outside strings; else counted exactly only in the chunks where it could. (A line the
+    parser accepted is bounded piece by piece first: :func:`_deeper_in_pieces`.)
+    ``known_json`` as for :func:`nesting_depth`."""
     if len(text) <= limit:
         return False
     data = text.encode("utf-8", "surrogatepass")
