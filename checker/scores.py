@@ -295,12 +295,7 @@ def _check_elements(line: str, start: int, pieces: list[Piece]) -> int:
         return index + 1
     append = pieces.append
     first = len(pieces)
-    while True:
-        if len(pieces) - first >= MAX_ELEMENT_PIECES:
-            del pieces[first:]
-            _, end = _check_value(line, start)
-            append((start, end, 1))
-            return end
+    for _ in range(MAX_ELEMENT_PIECES):
         _, end = _check_value(line, index)
         append((index, end, 2))
         char = line[end]
@@ -317,6 +312,10 @@ def _check_elements(line: str, start: int, pieces: list[Piece]) -> int:
             return end + 1
         else:
             raise ValueError("not an array")
+    del pieces[first:]
+    _, end = _check_value(line, start)
+    append((start, end, 1))
+    return end
 
 
 def _loads_object(line: str, text_keys: frozenset = frozenset({"result"}),

@@ -171,6 +171,43 @@ def test_several_raw_values_are_each_written_as_their_text():
                     '"inference_log": [{"role": "user"}], "first_failing_turn": 0}')
 
 
+@settings(max_examples=300)
+@given(st.text(st.sampled_from("[]{}\"\\a é\u4e5b\U0001f600\ud800"), max_size=200), st.integers(0, 200),
+       st.integers(0, 200), st.sampled_from([1, 3, 7, 1 << 20]))
+def test_openers_counts_every_opening_bracket_strings_included(text, start, end, chunk):
+    # (U+4E5B and U+1F600 hold the byte of "[" or "{" in no UTF-8 encoding; a lone surrogate encodes.)
+    start, end = min(start, len(text)), min(max(start, end), len(text))
+    saved = results_io._OPENER_CHUNK
+    results_io._OPENER_CHUNK = chunk
+    try:
+        assert results_io.openers(text) == text.count("[") + text.count("{")
+        assert results_io.openers(text, start, end) == text.count("[", start, end) + text.count("{", start, end)
+    finally:
+        results_io._OPENER_CHUNK = saved
+
+
+@settings(max_examples=300)
+@given(st.lists(st.tuples(_keys, _deep_json), max_size=5), st.booleans(), st.sampled_from([(", ", ": "), (",", ":")]),
+       st.integers(0, 12), st.booleans())
+def test_a_line_is_refused_for_its_depth_on_either_route(pairs, ensure_ascii, separators, limit, broken):
+    # parse_line reads a line with few openers without pieces and any other with them: with
+    # small limits both routes meet deep and shallow lines, valid and cut short.
+    text = _text([("id", "multi_turn_base_0"), ("result", [])] + pairs, ensure_ascii, None, separators, "")
+    if broken:
+        text = text[:-1]
+    depth = results_io.nesting_depth(text)
+    saved = results_io.MAX_RESULT_LINE_DEPTH
+    results_io.MAX_RESULT_LINE_DEPTH = limit
+    try:
+        results_io.parse_line(text, "multi_turn_base")
+    except results_io.LineProblem as exc:
+        assert (f"nested {depth:,} levels deep" in str(exc)) == (depth > limit), (str(exc), depth, limit)
+    else:
+        assert depth <= limit and not broken
+    finally:
+        results_io.MAX_RESULT_LINE_DEPTH = saved
+
+
 def test_a_long_raw_array_is_one_piece_and_its_depth_still_counts():
     # A hostile [0,0,0,...] log must not cost a piece (and a Python step) per element.
     from bfcl_safe.checker.scores import MAX_ELEMENT_PIECES
