@@ -510,24 +510,16 @@ def parse_line(text: str, category: str) -> dict:
     A line nested more than :data:`~bfcl_safe.interp.limits.MAX_RESULT_LINE_DEPTH` deep is
     skipped whatever else is wrong with it. The depth is counted after the C parser has
     read the line (it fails safely, with RecursionError, past a depth of its own that
-    differs between Python versions): not at all on an ASCII line with no more openers
-    than the limit (:func:`openers`); on another line it accepted, piece by piece (see
+    differs between Python versions): on a line it accepted, piece by piece (see
     :func:`_deeper_in_pieces`) with the cheaper count for JSON; on a line it refused, the
     count for any text decides which of the two reasons is given."""
-    # A line with no more openers than the limit (strings included) cannot be deeper: it
-    # is read without pieces (all real prompting lines, a third of the real FC lines). Only
-    # an ASCII line (isascii() is a flag) is counted first: the count would encode any
-    # other line once more, and its pieces are mostly ASCII.
-    bounded = text.isascii() and openers(text) <= MAX_RESULT_LINE_DEPTH
-    pieces: list[Piece] | None = None if bounded else []
+    pieces: list[Piece] = []
     try:
         item = loads_result_line(text, pieces=pieces)
     except (ValueError, RecursionError) as exc:
-        if not bounded:
-            _refuse_if_deep(text, known_json=False)
+        _refuse_if_deep(text, known_json=False)
         raise LineProblem(f"not valid JSON ({shown_path(str(exc)[:120])}); line skipped") from None
-    if not bounded:
-        _refuse_if_deep(text, known_json=True, pieces=pieces)
+    _refuse_if_deep(text, known_json=True, pieces=pieces)
     if not isinstance(item, dict) or "id" not in item or "result" not in item:
         raise LineProblem("expected an object with 'id' and 'result'; line skipped")
     entry_id = item["id"]

@@ -272,7 +272,7 @@ def top_level_span(line: str, key: str) -> tuple[int, int] | None:
     """Where the text of ``key``'s value is in the JSON object ``line`` (the last one, as
     ``json.loads`` keeps the last); None if absent or if the line is not such an object."""
     spans: dict[str, tuple[int, int]] = {}
-    return None if _loads_object(line, frozenset(), spans) is None else spans.get(key)
+    return None if _loads_object(line, frozenset(), spans, decode=False) is None else spans.get(key)
 
 
 #: Most elements of one array recorded as pieces (real inference logs: 5 to 13); past it
@@ -319,10 +319,13 @@ def _check_elements(line: str, start: int, pieces: list[Piece]) -> int:
 
 
 def _loads_object(line: str, text_keys: frozenset = frozenset({"result"}),
-                  spans: dict[str, tuple[int, int]] | None = None, pieces: list[Piece] | None = None) -> dict | None:
+                  spans: dict[str, tuple[int, int]] | None = None, pieces: list[Piece] | None = None,
+                  decode: bool = True) -> dict | None:
     """A top-level JSON object, key by key with the C scanner; None when the text is not
     one (the caller then lets ``json.loads`` decide and word the error). ``spans`` and
-    ``pieces``, if given, receive where each value's text is (see :func:`loads_result_line`)."""
+    ``pieces``, if given, receive where each value's text is (see :func:`loads_result_line`).
+    ``decode=False``: every value is only checked, as an ``inference_log`` is, and the
+    object returned is empty (for callers that want the spans only)."""
     ws = _WHITESPACE.match
     index = ws(line, 0).end()
     if line[index] != "{":
@@ -341,7 +344,9 @@ def _loads_object(line: str, text_keys: frozenset = frozenset({"result"}),
             if line[index] != ":":
                 return None
             start = ws(line, index + 1).end()
-            if key in RAW_KEYS:
+            if not decode:
+                _, index = _check_value(line, start)
+            elif key in RAW_KEYS:
                 if pieces is not None and line[start] == "[":
                     index = _check_elements(line, start, pieces)
                 else:

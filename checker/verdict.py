@@ -31,7 +31,7 @@ from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import attrs
 
-from bfcl_safe.checker.decoders import DECODERS, DecodeError, decode_step
+from bfcl_safe.checker.decoders import DECODERS, DecodeError
 from bfcl_safe.checker.contract import category_of, is_long_context
 from bfcl_safe.checker.episode import Side
 from bfcl_safe.checker.errors import INTERNAL_ERROR, RESOURCE_LIMIT
@@ -419,10 +419,11 @@ def decode_turn(turn: Any, decoder: str) -> list[tuple[Any, list[Any]]] | None:
     """The steps of one result turn that the scorer runs, as ``(raw step, calls)`` pairs:
     undecodable and empty steps are skipped. None for a turn that is not a list of steps."""
     steps = []
+    decode = DECODERS[decoder][0]  # (decode_step's lookup, once a turn)
     if isinstance(turn, (list, str, tuple)):
         for step in turn:
             try:
-                calls = decode_step(step, decoder)
+                calls = decode(step)
             except DecodeError:
                 continue
             if is_empty_step(calls):
@@ -432,7 +433,7 @@ def decode_turn(turn: Any, decoder: str) -> list[tuple[Any, list[Any]]] | None:
         # Iterating a dict yields its keys, as in the reference.
         for step in turn:
             try:
-                calls = decode_step(step, decoder)
+                calls = decode(step)
             except DecodeError:
                 continue
             if calls:

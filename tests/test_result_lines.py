@@ -189,9 +189,9 @@ def test_openers_counts_every_opening_bracket_strings_included(text, start, end,
 @settings(max_examples=300)
 @given(st.lists(st.tuples(_keys, _deep_json), max_size=5), st.booleans(), st.sampled_from([(", ", ": "), (",", ":")]),
        st.integers(0, 12), st.booleans())
-def test_a_line_is_refused_for_its_depth_on_either_route(pairs, ensure_ascii, separators, limit, broken):
-    # parse_line reads a line with few openers without pieces and any other with them: with
-    # small limits both routes meet deep and shallow lines, valid and cut short.
+def test_a_line_is_refused_for_its_depth_at_any_limit(pairs, ensure_ascii, separators, limit, broken):
+    # With small limits, parse_line meets pieces its bound lets through and pieces it counts
+    # exactly, on deep and shallow lines, valid ones and ones cut short.
     text = _text([("id", "multi_turn_base_0"), ("result", [])] + pairs, ensure_ascii, None, separators, "")
     if broken:
         text = text[:-1]
