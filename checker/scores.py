@@ -340,10 +340,16 @@ def _loads_object(line: str, text_keys: frozenset = frozenset({"result"}),
             if line[index] != '"':
                 return None
             key, index = json.decoder.scanstring(line, index + 1)
-            index = ws(line, index).end()
+            # (Blanks are looked for before a regex is called: json.dumps writes ": " and ", ".)
             if line[index] != ":":
-                return None
-            start = ws(line, index + 1).end()
+                index = ws(line, index).end()
+                if line[index] != ":":
+                    return None
+            start = index + 1
+            if line[start] == " ":
+                start += 1
+            if line[start] in _BLANK:
+                start = ws(line, start).end()
             if not decode:
                 _, index = _check_value(line, start)
             elif key in RAW_KEYS:
@@ -365,9 +371,14 @@ def _loads_object(line: str, text_keys: frozenset = frozenset({"result"}),
             if pieces is not None and len(pieces) > MAX_PIECES:
                 del pieces[:]  # (the caller counts the line whole)
                 pieces = None
-            index = ws(line, index).end()
+            if line[index] in _BLANK:
+                index = ws(line, index).end()
             if line[index] == ",":
-                index = ws(line, index + 1).end()
+                index += 1
+                if line[index] == " ":
+                    index += 1
+                if line[index] in _BLANK:
+                    index = ws(line, index).end()
                 continue
             if line[index] != "}":
                 return None
