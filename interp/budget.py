@@ -14,7 +14,7 @@ counted; every entry point that runs model input activates one.
 from __future__ import annotations
 
 from contextvars import ContextVar
-from typing import Mapping
+from typing import Callable, Mapping
 
 from bfcl_safe.interp.errors import BudgetExceeded
 from bfcl_safe.interp.limits import ENTRY_BUDGETS
@@ -38,6 +38,27 @@ class Budget:
         if spent > limit:
             raise BudgetExceeded(kind, limit, spent)
         self.spent[kind] = spent
+
+    def charge_both(self, kind: str, amount: int, other: str, other_amount: int) -> None:
+        """Exactly ``self.charge(kind, amount)`` then ``self.charge(other, other_amount)``
+        (the backends charge characters and items of every stored value together): past
+        the first limit nothing is counted, past the second the first stays counted."""
+        if type(self) is not Budget:  # a subclass may override charge (the decoders' recorder)
+            self.charge(kind, amount)
+            self.charge(other, other_amount)
+            return
+        # Budget.charge twice, inline: one method call instead of two on a hot path.
+        spent, limits = self.spent, self.limits
+        total = spent.get(kind, 0) + amount
+        limit = limits[kind]
+        if total > limit:
+            raise BudgetExceeded(kind, limit, total)
+        spent[kind] = total
+        total = spent.get(other, 0) + other_amount
+        limit = limits[other]
+        if total > limit:
+            raise BudgetExceeded(other, limit, total)
+        spent[other] = total
 
     def active(self) -> "_Activation":
         """``with budget.active(): ...`` makes this the budget :func:`charge` counts
@@ -72,9 +93,10 @@ class _Activation:
         _CURRENT.reset(self.token)
 
 
-def current() -> Budget | None:
-    """The active budget, if any."""
-    return _CURRENT.get()
+#: ``current()``: the active budget, if any. The context variable's own ``get`` (no
+#: default given, so None when no budget is active), not a Python function around it:
+#: every charge of the backends' state growth looks it up.
+current: Callable[[], "Budget | None"] = _CURRENT.get
 
 
 def charge(kind: str, amount: int = 1) -> None:
