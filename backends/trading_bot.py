@@ -115,14 +115,28 @@ def _parse(text: Any, fmt: str) -> datetime:
     return datetime.strptime(text, fmt)
 
 
+#: Types whose values ``copy.deepcopy`` returns as they are.
+_DEEPCOPY_ATOMIC = frozenset((str, int, float, bool, type(None)))
+
+
 def _copy_orders(orders: Any) -> dict:
     # Same key conversion as the reference: digit strings become ints, the rest stays
     # (Quirk: the dataset's orders hold a stray "order_type": "Buy" entry, kept as is).
-    return {
-        int(key) if isinstance(key, str) and key.isdigit() else key:
-            value.copy() if type(value) is dict else copy.deepcopy(value)
-        for key, value in orders.items()
-    }
+    # A plain loop (no function object per call, as a comprehension has) doing the same
+    # steps in the same order: the key, then the value, then the insertion. A scalar
+    # value skips ``copy.deepcopy``, which would return that very object.
+    copied = {}
+    for key, value in orders.items():
+        if isinstance(key, str) and key.isdigit():
+            key = int(key)
+        kind = type(value)
+        if kind is dict:
+            copied[key] = value.copy()
+        elif kind in _DEEPCOPY_ATOMIC:
+            copied[key] = value
+        else:
+            copied[key] = copy.deepcopy(value)
+    return copied
 
 
 def _copy_shallow(value: Any) -> Any:

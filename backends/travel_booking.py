@@ -165,16 +165,34 @@ def _own_records(records: Any) -> Any:
     case); anything else falls back to a deep copy, as the reference copies the
     whole scenario.
     """
-    if type(records) is dict and all(
-        type(record) is dict and _SCALAR_TYPES.issuperset(map(type, record.values()))
-        for record in records.values()
-    ):
-        return {key: dict(record) for key, record in records.items()}
-    return copy.deepcopy(records)
+    # Plain loops rather than ``all(<genexpr>)`` and a comprehension: the same checks and
+    # copies in the same order, without creating a generator and a function per call.
+    if type(records) is not dict:
+        return copy.deepcopy(records)
+    for record in records.values():
+        if type(record) is not dict or not _SCALAR_TYPES.issuperset(map(type, record.values())):
+            return copy.deepcopy(records)
+    owned = {}
+    for key, record in records.items():
+        owned[key] = dict(record)
+    return owned
 
 
 def _own_value(value: Any) -> Any:
     return value if type(value) in _SCALAR_TYPES else copy.deepcopy(value)
+
+
+def _own_scalars(config: Any) -> list:
+    """``_own_value(config.get(key))`` for each of ``_SCALAR_KEYS``, in that order."""
+    if type(config) is dict:
+        # Fast path (every dataset config): the lookups run in C, and ``_own_value`` is
+        # skipped when every value is a scalar, which it would return as it is. Lookups
+        # in a dict have no side effects (for keys of built-in types), so looking all
+        # of them up before any copy is the same as interleaving them as below.
+        values = list(map(config.get, _SCALAR_KEYS))
+        if _SCALAR_TYPES.issuperset(map(type, values)):
+            return values
+    return [_own_value(config.get(key)) for key in _SCALAR_KEYS]
 
 
 def _date_multiplier(travel_date: Any) -> int:
@@ -219,12 +237,21 @@ class TravelAPI:
         """
         if long_context and long_context_data is None:
             raise ValueError("TravelAPI.from_config: long_context=True needs long_context_data")
+        cards = _own_records(config["credit_card_list"]) if "credit_card_list" in config else {}
+        bookings = _own_records(config["booking_record"]) if "booking_record" in config else {}
+        # In the order of _SCALAR_KEYS.
+        (access_token, token_type, token_expires_in, token_scope, user_first_name, user_last_name,
+         budget_limit) = _own_scalars(config)
         instance = cls(
-            credit_card_list=_own_records(config["credit_card_list"])
-            if "credit_card_list" in config else {},
-            booking_record=_own_records(config["booking_record"])
-            if "booking_record" in config else {},
-            **{key: _own_value(config.get(key)) for key in _SCALAR_KEYS},
+            credit_card_list=cards,
+            booking_record=bookings,
+            access_token=access_token,
+            token_type=token_type,
+            token_expires_in=token_expires_in,
+            token_scope=token_scope,
+            user_first_name=user_first_name,
+            user_last_name=user_last_name,
+            budget_limit=budget_limit,
             long_context=long_context,
             random=LazyRandom(config.get("random_seed", DEFAULT_RANDOM_SEED)),
         )
