@@ -470,3 +470,18 @@ def test_a_dataset_line_reads_as_json_loads_reads_it(line):
         assert str(caught.value) == str(exc)
         return
     assert _loads_line(line) == expected
+
+
+def test_lines_are_split_as_text_mode_readlines_splits_them(tmp_path, unpacked):
+    # The reference reads a data file with readlines() in text mode: a line ends at "\n",
+    # "\r\n" or "\r", never inside a string at a raw U+2028 or U+0085 (str.splitlines would).
+    shutil.copytree(unpacked / "bfcl_eval", tmp_path / "bfcl_eval")
+    path = tmp_path / "bfcl_eval" / "data" / "BFCL_v4_multi_turn_base.json"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    first = json.loads(lines[0])
+    first["question"][0][0]["content"] += "\u2028 and \u0085"
+    lines[0] = json.dumps(first, ensure_ascii=False)
+    path.write_bytes(("\r\n".join(lines[:100]) + "\r" + "\n".join(lines[100:]) + "\n").encode("utf-8"))
+    entries = Dataset.open(tmp_path).entries("multi_turn_base")
+    assert len(entries) == 200
+    assert entries[0]["question"][0][0]["content"].endswith("\u2028 and \u0085")
