@@ -282,6 +282,16 @@ def test_syntax_error_text_is_cpythons(text: str) -> None:
     with pytest.raises(SyntaxError) as info:
         compile(text, "<string>", "eval")  # test oracle: compiles, runs nothing
     assert run_call(text, MethodTable([])) == f"Error during execution: {info.value}"
+    assert run_call(text, MethodTable([])) == f"Error during execution: {info.value}"  # (remembered)
+
+
+@pytest.mark.parametrize("text", ["ls(a=1, " + "b=2, " * 1000 + "2)", "ls(a=" + "[1, " * 90 + "2" + "]" * 91])
+def test_syntax_error_text_of_a_long_call_is_cpythons(text: str) -> None:
+    # Past the length of remembered texts (4,096) the message is found all the same.
+    assert len(text) > 4096 or "[" in text
+    with pytest.raises(SyntaxError) as info:
+        compile(text, "<string>", "eval")  # test oracle
+    assert run_call(text, MethodTable([])) == f"Error during execution: {info.value}"
 
 
 # ----------------------------------------------------------------------------- limits at the edge
