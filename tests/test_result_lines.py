@@ -172,21 +172,6 @@ def test_several_raw_values_are_each_written_as_their_text():
 
 
 @settings(max_examples=300)
-@given(st.text(st.sampled_from("[]{}\"\\a é\u4e5b\U0001f600\ud800"), max_size=200), st.integers(0, 200),
-       st.integers(0, 200), st.sampled_from([1, 3, 7, 1 << 20]))
-def test_openers_counts_every_opening_bracket_strings_included(text, start, end, chunk):
-    # (U+4E5B and U+1F600 hold the byte of "[" or "{" in no UTF-8 encoding; a lone surrogate encodes.)
-    start, end = min(start, len(text)), min(max(start, end), len(text))
-    saved = results_io._OPENER_CHUNK
-    results_io._OPENER_CHUNK = chunk
-    try:
-        assert results_io.openers(text) == text.count("[") + text.count("{")
-        assert results_io.openers(text, start, end) == text.count("[", start, end) + text.count("{", start, end)
-    finally:
-        results_io._OPENER_CHUNK = saved
-
-
-@settings(max_examples=300)
 @given(st.lists(st.tuples(_keys, _deep_json), max_size=5), st.booleans(), st.sampled_from([(", ", ": "), (",", ":")]),
        st.integers(0, 12), st.booleans())
 def test_a_line_is_refused_for_its_depth_at_any_limit(pairs, ensure_ascii, separators, limit, broken):
