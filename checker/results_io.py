@@ -380,6 +380,8 @@ def read_lines(path: Path) -> Iterator[Line]:
 _NOT_STRUCTURE = bytes(byte for byte in range(256) if byte not in b'"[]{}')
 #: Every byte but quotes, brackets, backslashes and the characters a backslash escapes in JSON.
 _NOT_JSON_ESCAPE = bytes(byte for byte in range(256) if byte not in b'"[]{}\\/bfnrtu')
+#: Texts shorter than this get the quick count of openers first (see :func:`deeper_than`).
+_QUICK_COUNT_CHARS = 4096
 _STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
 #: Brackets per chunk of the depth count (one exact count per chunk that could pass the limit).
 _CHUNK = 256
@@ -447,15 +449,20 @@ def nesting_depth(text: str, *, known_json: bool = False) -> int:
 
 
 def deeper_than(text: str, limit: int, *, known_json: bool = False) -> bool:
-    """Whether :func:`nesting_depth` of ``text`` exceeds ``limit``: not when the text has
-    no more openers than the limit at all (:func:`openers`), nor when there are no more
-    outside strings; else counted exactly only in the chunks where it could. (A line the
-    parser accepted is bounded piece by piece first: :func:`_deeper_in_pieces`.)
+    """Whether :func:`nesting_depth` of ``text`` exceeds ``limit``: not when a short text
+    has no more openers than the limit at all (:func:`openers`; a longer one, with an
+    inference log, nearly always has more: the count would be spent), nor when there are
+    no more outside strings; else counted exactly only in the chunks where it could. (A
+    line the parser accepted is bounded piece by piece first: :func:`_deeper_in_pieces`.)
     ``known_json`` as for :func:`nesting_depth`."""
-    if len(text) <= limit or openers(text) <= limit:
+    if len(text) <= limit or (len(text) < _QUICK_COUNT_CHARS and openers(text) <= limit):
         return False
-    data = text.encode("utf-8", "surrogatepass")
-    brackets = _brackets(data, known_json)
+    return _deeper_exactly(text, limit, known_json=known_json)
+
+
+def _deeper_exactly(text: str, limit: int, *, known_json: bool) -> bool:
+    """:func:`deeper_than` past its bound by openers (counted by the caller)."""
+    brackets = _brackets(text.encode("utf-8", "surrogatepass"), known_json)
     return brackets.count(b"[") + brackets.count(b"{") > limit and _deepest(brackets, limit) > limit
 
 
@@ -470,13 +477,11 @@ def _deeper_in_pieces(text: str, pieces: list[Piece], limit: int) -> bool:
     counted exactly. An inference log's messages hold a few dozen openers each (at most
     211 in the real results) and the whole log more than the limit: bounded message by
     message, it is counted without copying or reducing its text."""
-    count = text.count
     for start, end, above in pieces:
         room = limit - above
         if end - start <= 2 * room:
             continue  # (a value d levels deep has d openers and d closers)
-        if count("[", start, end) + count("{", start, end) > room and deeper_than(  # (openers(), inline)
-                text[start:end], room, known_json=True):
+        if openers(text, start, end) > room and _deeper_exactly(text[start:end], room, known_json=True):
             return True
     return False
 
