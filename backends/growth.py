@@ -72,6 +72,14 @@ def refuse_above(kind: str, amount: int) -> None:
         raise BudgetExceeded(kind, limit, amount)
 
 
+def _allowance(active: _budget.Budget | None, kind: str) -> tuple[int, int]:
+    """``(limit, spent)`` of a cumulative kind in the ``active`` budget (with none: the
+    default limit, nothing spent, so that one walk is bounded all the same)."""
+    if active is None:
+        return limits.ENTRY_BUDGETS[kind], 0
+    return active.limits[kind], active.spent.get(kind, 0)
+
+
 def _int_digits(value: int) -> int:
     bits = abs(value).bit_length()
     if bits > _MAX_INT_BITS:
@@ -94,19 +102,9 @@ def measure(value: Any, inside: tuple = (), spread: bool = False) -> tuple[int, 
     counted."""
     forbidden = set(map(id, inside)) if inside else ()
     active = _budget.current()
-    # Limits and what is spent of both cumulative kinds (with no active budget: the
-    # default limits, nothing spent, so that one walk is bounded all the same), and
-    # limit_of(STATE_DEPTH); inline, as this runs for most lists a tool stores.
-    if active is None:
-        char_limit, char_spent = limits.ENTRY_BUDGETS[STATE_CHARS], 0
-        item_limit, item_spent = limits.ENTRY_BUDGETS[STATE_ITEMS], 0
-        depth_limit = limits.ENTRY_BUDGETS[STATE_DEPTH]
-    else:
-        active_limits, active_spent = active.limits, active.spent
-        char_limit, char_spent = active_limits[STATE_CHARS], active_spent.get(STATE_CHARS, 0)
-        item_limit, item_spent = active_limits[STATE_ITEMS], active_spent.get(STATE_ITEMS, 0)
-        depth_limit = (active_limits[STATE_DEPTH] if STATE_DEPTH in active_limits
-                       else limits.ENTRY_BUDGETS[STATE_DEPTH])
+    char_limit, char_spent = _allowance(active, STATE_CHARS)
+    item_limit, item_spent = _allowance(active, STATE_ITEMS)
+    depth_limit = limit_of(STATE_DEPTH)
     char_cap, item_cap = char_limit - char_spent, item_limit - item_spent
     kind = type(value)
     if ((kind is list or kind is tuple or kind is dict or kind is set or kind is frozenset)
@@ -189,11 +187,7 @@ def store(*values: Any, records: int = 1, inside: tuple = (), spread: bool = Fal
     a list item, a dict entry, a file ...) before storing them; ``inside`` and ``spread``
     as for :func:`measure`."""
     active = _budget.current()
-    # (as in measure(); nothing is charged before the loop ends)
-    if active is None:
-        limit, spent = limits.ENTRY_BUDGETS[STATE_CHARS], 0
-    else:
-        limit, spent = active.limits[STATE_CHARS], active.spent.get(STATE_CHARS, 0)
+    limit, spent = _allowance(active, STATE_CHARS)  # (nothing is charged before the loop ends)
     chars = items = 0
     for value in values:
         kind = type(value)
