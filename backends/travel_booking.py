@@ -239,19 +239,10 @@ class TravelAPI:
             raise ValueError("TravelAPI.from_config: long_context=True needs long_context_data")
         cards = _own_records(config["credit_card_list"]) if "credit_card_list" in config else {}
         bookings = _own_records(config["booking_record"]) if "booking_record" in config else {}
-        # In the order of _SCALAR_KEYS.
-        (access_token, token_type, token_expires_in, token_scope, user_first_name, user_last_name,
-         budget_limit) = _own_scalars(config)
         instance = cls(
             credit_card_list=cards,
             booking_record=bookings,
-            access_token=access_token,
-            token_type=token_type,
-            token_expires_in=token_expires_in,
-            token_scope=token_scope,
-            user_first_name=user_first_name,
-            user_last_name=user_last_name,
-            budget_limit=budget_limit,
+            **dict(zip(_SCALAR_KEYS, _own_scalars(config))),
             long_context=long_context,
             random=LazyRandom(config.get("random_seed", DEFAULT_RANDOM_SEED)),
         )
