@@ -23,7 +23,6 @@ from bfcl_safe.interp.errors import BfclSafeError
 
 import ast
 import json
-import json.scanner
 import os
 import shutil
 import zipfile
@@ -33,7 +32,7 @@ from typing import Any, Mapping, NamedTuple
 
 from bfcl_safe.backends.long_context import RELATIVE_PATH as LONG_CONTEXT_PATH
 from bfcl_safe.backends.long_context import LongContextDataError, parse_long_context
-from bfcl_safe.checker.scores import RawJSON, raw_top_level_value, top_level_span
+from bfcl_safe.checker.scores import RawJSON, loads_json, raw_top_level_value, top_level_span
 
 from bfcl_safe.checker.contract import (  # noqa: F401  (re-exported: the dataset's view of the contract)
     MULTI_TURN_CATEGORIES, PINNED_REQUIREMENT, PINNED_VERSION, VERSION_PREFIX, WHEEL_NAME, WHEEL_SHA256, category_of,
@@ -87,22 +86,6 @@ REQUIRED_FILES = (
     *(func_doc_path(c) for c in MULTI_TURN_CLASSES),
     LONG_CONTEXT_PATH,
 )
-
-
-_scan_value = json.scanner.make_scanner(json.JSONDecoder())
-
-
-def _loads_line(line: str) -> Any:
-    """``json.loads(line)``: a line that starts with its value goes straight to the C
-    scanner (json.loads matches a whitespace regex on both sides first, about 1,500
-    instructions each); any other line, and any error, is json.loads's."""
-    try:
-        value, end = _scan_value(line, 0)
-    except (StopIteration, ValueError, RecursionError):
-        return json.loads(line)
-    if end == len(line) or not line[end:].strip(" \t\n\r"):
-        return value
-    return json.loads(line)
 
 
 class DatasetError(BfclSafeError):
@@ -348,7 +331,7 @@ class Dataset:
                 text = text.replace("\r\n", "\n").replace("\r", "\n")
             for number, line in enumerate(text.split("\n"), 1):
                 if line.strip():
-                    out.append(_loads_line(line))
+                    out.append(loads_json(line))
                     if texts is not None:
                         texts[id(out[-1])] = line
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:

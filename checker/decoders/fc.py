@@ -7,8 +7,6 @@
 
 from __future__ import annotations
 
-import json
-import json.scanner
 from functools import lru_cache
 from typing import Any
 
@@ -23,39 +21,24 @@ from bfcl_safe.checker.decoders.base import (
     pair,
     render,
 )
+from bfcl_safe.checker.scores import loads_json
 from bfcl_safe.interp.execute import Call
 from bfcl_safe.interp.fc import fc_call, reference_text
 
 # --------------------------------------------------------------------------- fc
-
-_scan_json = json.scanner.make_scanner(json.JSONDecoder())
-
 
 def _json_arguments(name: Any, text: str) -> Any:
     """``json.loads(text)``, remembered for short texts: an entry's steps are decoded
     twice when it fails (to run, then to show), and argument texts repeat. The value is
     shared: every consumer only reads it (``fc_call`` copies into its own containers)."""
     try:
-        return _loads_cached(text) if len(text) <= CACHED_STEP_LENGTH else _loads(text)
+        return _loads_cached(text) if len(text) <= CACHED_STEP_LENGTH else loads_json(text)
     except (ValueError, RecursionError) as exc:
         raise DecodeError(f"arguments of {name!r} are not valid JSON: {exc}") from None
 
 
-def _loads(text: str) -> Any:
-    """``json.loads(text)``; the usual ``{...}`` text without surrounding whitespace goes
-    straight to the C scanner (json.loads does the same after its checks)."""
-    if text[:1] == "{":
-        try:
-            value, end = _scan_json(text, 0)
-        except (StopIteration, ValueError, RecursionError):
-            end = -1
-        if end == len(text):
-            return value
-    return json.loads(text)
-
-
 #: A failure is raised, so never remembered.
-_loads_cached = lru_cache(maxsize=CACHED_TEXTS)(_loads)
+_loads_cached = lru_cache(maxsize=CACHED_TEXTS)(loads_json)
 
 
 def _fc_items(step: Any) -> list[tuple[Any, dict]]:
