@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import math
-import random
 import sys
 from collections import OrderedDict
 from contextlib import contextmanager
@@ -304,6 +303,13 @@ def assert_same_outcome(new_build: Callable[[], Any], ref_build: Callable[[], An
     return new
 
 
+def assert_same_fresh_copy(new_build: Callable[[], Any], ref_build: Callable[[], Any], source: Any) -> None:
+    """:func:`assert_same_outcome`, and a result that holds no container of ``source``."""
+    new = assert_same_outcome(new_build, ref_build, source)
+    if new is not None:
+        assert_no_container_from(new, source)
+
+
 # --------------------------------------------------------------------------- strategies
 
 scalars = st.one_of(
@@ -368,9 +374,7 @@ def configs(fields: dict[str, st.SearchStrategy]) -> st.SearchStrategy:
 @EXAMPLES
 @given(anything)
 def test_copy_data_is_the_plain_recursive_copy(value: Any) -> None:
-    new = assert_same_outcome(lambda: config_data.copy_data(value), lambda: reference_copy_data(value), value)
-    if new is not None:
-        assert_no_container_from(new, value)
+    assert_same_fresh_copy(lambda: config_data.copy_data(value), lambda: reference_copy_data(value), value)
 
 
 def _nested_lists(depth: int) -> list:
@@ -426,13 +430,11 @@ _LONG_CONTEXT_DATA = {
 @given(st.one_of(_PLAIN_VEHICLE, configs(_VEHICLE_FIELDS)), st.booleans())
 def test_vehicle_from_config_is_the_plain_build(config: Any, long_context: bool) -> None:
     data = _LONG_CONTEXT_DATA if long_context else None
-    new = assert_same_outcome(
+    assert_same_fresh_copy(
         lambda: VehicleControlAPI.from_config(config, long_context=long_context, long_context_data=data),
         lambda: reference_vehicle_from_config(config, long_context=long_context, long_context_data=data),
         config,
     )
-    if new is not None:
-        assert_no_container_from(new, config)
 
 
 def test_vehicle_settings_getter_follows_defaults() -> None:
@@ -459,19 +461,15 @@ _PLAIN_TRAVEL = st.fixed_dictionaries({}, optional={
 @EXAMPLES
 @given(_RECORDS)
 def test_own_records_is_the_plain_copy(records: Any) -> None:
-    new = assert_same_outcome(lambda: travel_booking._own_records(records),
+    assert_same_fresh_copy(lambda: travel_booking._own_records(records),
                               lambda: reference_own_records(records), records)
-    if new is not None:
-        assert_no_container_from(new, records)
 
 
 @EXAMPLES
 @given(st.one_of(_PLAIN_TRAVEL, configs(_TRAVEL_FIELDS)))
 def test_own_scalars_is_the_plain_copy(config: Any) -> None:
-    new = assert_same_outcome(lambda: travel_booking._own_scalars(config),
+    assert_same_fresh_copy(lambda: travel_booking._own_scalars(config),
                               lambda: reference_own_scalars(config), config)
-    if new is not None:
-        assert_no_container_from(new, config)
 
 
 @EXAMPLES
@@ -479,17 +477,15 @@ def test_own_scalars_is_the_plain_copy(config: Any) -> None:
 def test_travel_from_config_is_the_plain_build(config: Any, long_context: bool) -> None:
     data = {"CREDIT_CARD_EXTENSION": {"ext": {"balance": 1.0}},
             "BOOKING_RECORD_EXTENSION": {"b": {"price": 2}}} if long_context else None
-    new = assert_same_outcome(
+    assert_same_fresh_copy(
         lambda: TravelAPI.from_config(config, long_context=long_context, long_context_data=data),
         lambda: reference_travel_from_config(config, long_context=long_context, long_context_data=data),
         config,
     )
-    if new is not None:
-        assert_no_container_from(new, config)
 
 
 def test_travel_scalar_keys_are_unpacked_in_order() -> None:
-    """from_config unpacks _own_scalars' list into names in this order."""
+    """from_config passes _own_scalars' list as these settings, in this order."""
     assert travel_booking._SCALAR_KEYS == ("access_token", "token_type", "token_expires_in", "token_scope",
                                            "user_first_name", "user_last_name", "budget_limit")
 
@@ -540,9 +536,7 @@ def test_message_from_config_is_the_plain_build(config: Any) -> None:
         with patched(message_api, "copy_data", reference_copy_data):
             return MessageAPI.from_config(config)
 
-    new = assert_same_outcome(lambda: MessageAPI.from_config(config), reference, config)
-    if new is not None:
-        assert_no_container_from(new, config)
+    assert_same_fresh_copy(lambda: MessageAPI.from_config(config), reference, config)
 
 
 @EXAMPLES
@@ -552,9 +546,7 @@ def test_twitter_from_config_is_the_plain_build(config: Any) -> None:
         with patched(posting_api, "copy_data", reference_copy_data):
             return TwitterAPI.from_config(config)
 
-    new = assert_same_outcome(lambda: TwitterAPI.from_config(config), reference, config)
-    if new is not None:
-        assert_no_container_from(new, config)
+    assert_same_fresh_copy(lambda: TwitterAPI.from_config(config), reference, config)
 
 
 # --------------------------------------------------------------------------- the dataset's configs
