@@ -23,7 +23,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any, Iterable, NamedTuple, Sequence
+from typing import IO, Any, Iterable, NamedTuple, Sequence
 
 import click
 
@@ -62,9 +62,27 @@ class CommandError(click.ClickException):
 
     exit_code = EXIT_ERROR
 
-    def __init__(self, message: str, exit_code: int = EXIT_ERROR):
+    def __init__(self, message: str):
         super().__init__(shown(message))
-        self.exit_code = exit_code
+
+
+class InternalError(click.ClickException):
+    """An exception bfcl-safe did not mean to raise: one line naming its type."""
+
+    exit_code = EXIT_INTERNAL
+
+    def __init__(self, error: BaseException):
+        self.error = error
+        detail = shown(str(error))
+        if len(detail) > 200:
+            detail = detail[:200] + "..."
+        super().__init__(
+            f"{type(error).__name__}{': ' + detail if detail else ''} (a bug in bfcl-safe; please report it "
+            "on the repository's issue tracker with the command you ran)"
+        )
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        click.echo(f"Internal error: {self.format_message()}", err=True)
 
 
 class Interrupted(click.ClickException):
@@ -72,7 +90,7 @@ class Interrupted(click.ClickException):
 
     exit_code = EXIT_INTERRUPTED
 
-    def show(self, file: Any = None) -> None:
+    def show(self, file: IO[Any] | None = None) -> None:
         click.echo(f"Interrupted: {self.format_message()}", err=True)
 
 
@@ -111,7 +129,8 @@ class RunState:
 
     def written(self) -> tuple[list[str], list[str]]:
         """(written, not written) as ``model/category`` texts."""
-        done, not_done = [], []
+        done: list[str] = []
+        not_done: list[str] = []
         for key in self.planned:
             stamp = _file_stamp(self.path(*key))
             fresh = stamp is not None and stamp != self.before.get(key)
@@ -143,7 +162,7 @@ def _listed(items: Sequence[str], limit: int = 8) -> str:
 
 def escape_click_message(error: click.ClickException) -> None:
     """Escape the message of click's own error (it may quote a path or a value) in place."""
-    error.message = shown(error.message)
+    error.message = shown(error.message)  # type: ignore[misc]  # (click's Final: set once, here)
 
 
 def forget_runs() -> None:
@@ -386,7 +405,7 @@ def _score(plan: Plan, options: Any, dataset: Dataset, *, partial_credit_column:
     started = time.perf_counter()
     show_bar = sys.stderr.isatty()
     total = sum(_count_lines(f.path) for f in files) if show_bar else 0
-    bar = ProgressLine(click.get_text_stream("stderr"), total) if show_bar else None
+    bar = ProgressLine(sys.stderr, total) if show_bar else None
     if bar is not None:
         say.bar = bar
         bar.__enter__()
