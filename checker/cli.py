@@ -34,7 +34,6 @@ from bfcl_safe.checker.terminal import ProgressLine, json_shown, shown, shown_li
 from bfcl_safe.interp.errors import BfclSafeError
 
 EXIT_ERROR = 1
-EXIT_USAGE = 2
 EXIT_NOT_ALL_SCORED = 3
 EXIT_INTERNAL = 70
 EXIT_INTERRUPTED = 130

@@ -44,7 +44,6 @@ _SIMPLE_LITERAL = re.compile(
     r'|"(?:[^"\\\n\r]|\\[\\\'"ntr]|\\x[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4})*"')
 _AFTER_NUMBER = re.compile(r"[A-Za-z0-9_.'\"]")
 _CONSTANTS = {"True": True, "False": False, "None": None}
-_CLOSE = {"(": ")", "[": "]", "{": "}"}
 
 
 class _Bail(Exception):
