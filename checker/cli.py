@@ -237,8 +237,9 @@ def folder_for_model(name: str) -> str:
     """A ``--model`` value as a result folder name: a registry name
     (``openai/gpt-oss-120b``) as BFCL writes its folder (``/`` -> ``_``); a folder name
     as it is. The one validated mapping (:func:`bfcl_safe.checker.outputs.model_folder`):
-    a name that is no safe folder name is a one-line error before anything is read."""
-    return model_folder(name)
+    a name that can be no folder name is a one-line error before anything is read (a
+    folder already in the tree may hold control characters: it is shown escaped)."""
+    return model_folder(name, existing=True)
 
 
 def _split(values: Iterable[str]) -> list[str]:

@@ -63,12 +63,16 @@ class BadModelName(BfclSafeError, ValueError):
         super().__init__(f"model name {shown_path(repr(name))}: {reason}")
 
 
-def model_folder(name: str) -> str:
+def model_folder(name: str, *, existing: bool = False) -> str:
     """The folder of a model name: a registry name (``openai/gpt-oss-120b``) as BFCL
     writes its folder (``/`` -> ``_``), a folder name as it is. :class:`BadModelName`
-    for an empty name, ``.``, ``..``, a name holding NUL, a control character or a
-    backslash, one of :data:`RESERVED_FOLDER_NAMES`, or a folder name longer than
-    :data:`~bfcl_safe.interp.limits.MAX_FOLDER_NAME_BYTES` bytes."""
+    for an empty name, ``.``, ``..``, a name holding NUL, one of
+    :data:`RESERVED_FOLDER_NAMES`, or a folder name longer than
+    :data:`~bfcl_safe.interp.limits.MAX_FOLDER_NAME_BYTES` bytes; and, for a folder to be
+    made (``generate``), a name holding a control character or a backslash.
+    ``existing=True``: the name selects a folder already in a result tree (``evaluate
+    --model``, ``explain --model``, ``--model-map`` keys), which may hold control
+    characters (shown escaped) as any folder ``evaluate`` scores may."""
     if not isinstance(name, str):
         raise BadModelName(str(name), "not a string")
     folder = name.replace("/", "_")
@@ -76,7 +80,9 @@ def model_folder(name: str) -> str:
         raise BadModelName(name, "empty")
     if folder in (".", ".."):
         raise BadModelName(name, "not a folder name")
-    if any(ord(char) < 32 or 127 <= ord(char) < 160 or char in "\\\u2028\u2029" for char in folder):
+    if "\0" in folder:
+        raise BadModelName(name, "holds a NUL character")
+    if not existing and any(ord(char) < 32 or 127 <= ord(char) < 160 or char in "\\\u2028\u2029" for char in folder):
         raise BadModelName(name, "holds a control character or a backslash")
     if folder in RESERVED_FOLDER_NAMES:
         raise BadModelName(name, f"the name of the CSV in the score dir ({CSV_NAME})")
