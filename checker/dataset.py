@@ -22,7 +22,6 @@ from __future__ import annotations
 from bfcl_safe.interp.errors import BfclSafeError
 
 import ast
-import hashlib
 import json
 import os
 import shutil
@@ -636,6 +635,8 @@ def fetch_dataset(cache_dir: str | os.PathLike | None = None, *, wheel: str | os
             data = inputs.read_bytes(source, inputs.WHEEL)
         except inputs.UnreadableFile as exc:
             raise DatasetError(str(exc)) from None
+        import hashlib  # (fetching only)
+
         actual = hashlib.sha256(data).hexdigest()
         if actual != WHEEL_SHA256:
             raise DatasetError(f"{inputs.shown_path(source)} has sha256 {actual}, expected {WHEEL_SHA256}: it is not "

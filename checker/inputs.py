@@ -24,7 +24,6 @@ command line shows it as one ``Error:`` line, or a run skips that file with it a
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 import re
@@ -103,10 +102,19 @@ def open_regular(path: str | os.PathLike, limit: int | None = None, *, follow: b
                  dir_fd: int | None = None) -> io.BufferedReader:
     """Open ``path`` for reading if it is a regular file of at most ``limit`` bytes
     (default: a result file's cap), else raise :class:`UnreadableFile`. The open itself
-    never blocks (``O_NONBLOCK``; a FIFO is refused by ``fstat`` right after). With
+    never blocks (``O_NONBLOCK``; a FIFO is refused by ``fstat`` right after, and a
+    ``stat`` before it keeps devices and FIFOs from being opened at all). With
     ``follow=False`` a symlink as the last component is refused too. ``dir_fd``: ``path``
     is a name in that folder."""
     limit = MAX_RESULT_FILE_BYTES if limit is None else limit
+    try:  # (a device is not even opened: opening some has effects of its own)
+        before = os.stat(path, dir_fd=dir_fd, follow_symlinks=follow)
+    except OSError:
+        before = None  # (the open below says why)
+    if before is not None and not stat.S_ISREG(before.st_mode):
+        reason = "a symlink; not read" if stat.S_ISLNK(before.st_mode) else \
+            f"not a regular file ({_kind(before.st_mode)}); not read"
+        raise UnreadableFile(path, reason)
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | (0 if follow else getattr(os, "O_NOFOLLOW", 0))
     try:
         fd = os.open(path, flags, dir_fd=dir_fd)
@@ -184,6 +192,8 @@ def read_json(path: str | os.PathLike, kind: Kind = OPTION_FILE, depth: int = MA
 
 def sha256(path: str | os.PathLike, kind: Kind = WHEEL) -> str:
     """The sha256 of a regular file of ``kind`` (read in blocks, at most its cap)."""
+    import hashlib  # (only when a digest is needed: not on the scoring path)
+
     digest = hashlib.sha256()
     with open_regular(path, kind.limit) as handle:
         read = 0

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import io
 import os
-import secrets
 import shutil
 import stat
 from pathlib import Path
@@ -136,7 +135,7 @@ def create_fresh(stem: str, dir_fd: int) -> tuple[str, io.TextIOWrapper]:
     """A new file under a fresh random name ``.{stem}.{random}`` in ``dir_fd`` (a name
     nobody could have planted: ``O_EXCL`` refuses one that exists, and another is drawn)."""
     for _ in range(16):
-        name = f".{stem}.{secrets.token_hex(8)}"
+        name = f".{stem}.{os.urandom(8).hex()}"
         try:
             return name, create_new(name, dir_fd)
         except FileExistsError:
@@ -190,7 +189,7 @@ def write_bytes(path: Path, data: bytes) -> None:
     fd = open_folder(path.parent)
     try:
         for _ in range(16):
-            temporary = f".{path.name}.{secrets.token_hex(8)}"
+            temporary = f".{path.name}.{os.urandom(8).hex()}"
             try:
                 out = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o666,
                               dir_fd=fd)
