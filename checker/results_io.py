@@ -57,7 +57,7 @@ from typing import Any, Iterable, Iterator, NamedTuple
 
 from bfcl_safe.checker.codec import Piece, deeper_in_pieces, deeper_than, loads_result_line, nesting_depth
 from bfcl_safe.checker.contract import ENTRY_ID, MULTI_TURN_CATEGORIES, MULTI_TURN_GROUP, VERSION_PREFIX
-from bfcl_safe.checker.inputs import RESULT_FILE, Lines, UnreadableFile, shown_path
+from bfcl_safe.checker.inputs import RESULT_FILE, Lines, shown_path
 from bfcl_safe.checker.outputs import RESERVED_FOLDER_NAMES
 from bfcl_safe.interp.errors import BfclSafeError
 from bfcl_safe.interp.limits import (

@@ -36,7 +36,6 @@ readable or whose summary is not BFCL's is reported and skipped.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re

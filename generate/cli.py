@@ -17,6 +17,7 @@ from bfcl_safe.checker.contract import MULTI_TURN_CATEGORIES, category_of
 from bfcl_safe.checker.inputs import OPTION_FILE, UnreadableFile, read_json, shown_path
 from bfcl_safe.checker.outputs import model_folder
 from bfcl_safe.checker.terminal import shown
+from bfcl_safe.generate.results import check_result_folder
 
 #: BFCL's file of chosen ids for ``--run-ids`` (``{category: [id, ...]}``), in the project root.
 IDS_FILE = "test_case_ids_to_generate.json"
@@ -114,10 +115,11 @@ def generate(ctx: click.Context, model: str, base_url: str | None, api_key_env: 
                                  param_hint="'--base-url'")
     if retry_wait[0] < 0 or retry_wait[1] < retry_wait[0]:
         raise click.BadParameter("MIN and MAX must satisfy 0 <= MIN <= MAX", param_hint="'--retry-wait'")
-    model_folder(model)  # a name that is no safe folder name: refused before anything else
+    folder = model_folder(model)  # a name that is no safe folder name: refused before anything else
     chosen, notices = checker_cli.select_categories(categories)
     root = checker_cli.project_root()
     result_dir = checker_cli.under_root(result_dir, "result")
+    check_result_folder(result_dir, folder)  # (a symlink or FIFO planted there: refused up front)
     wanted_ids = checker_cli.split_values(ids)
     if run_ids:
         wanted_ids += [i for i in _ids_from_file(root) if i not in wanted_ids]

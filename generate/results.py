@@ -133,6 +133,30 @@ def sort_file(path: Path, dir_fd: int | None = None) -> int:
     return len(ordered)
 
 
+def check_result_folder(result_dir: Path, model_folder: str) -> None:
+    """Refuse at once (:class:`~bfcl_safe.checker.outputs.UnsafePath`), before anything is
+    played, a result folder ``generate`` would not write into: the model folder or its
+    ``multi_turn`` folder a symlink or not a folder, a result file there a symlink, FIFO,
+    device or folder. Nothing is created or opened."""
+    path = Path(result_dir)
+    for part in (model_folder, MULTI_TURN_GROUP):
+        path = path / part
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            return
+        if not stat.S_ISDIR(mode):
+            raise UnsafePath(path, "a symlink" if stat.S_ISLNK(mode) else "not a folder")
+    for category in MULTI_TURN_CATEGORIES:
+        file = path / result_file_name(category)
+        try:
+            mode = os.lstat(file).st_mode
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(mode):
+            raise UnsafePath(file, "a symlink" if stat.S_ISLNK(mode) else "not a regular file")
+
+
 class ResultWriter:
     """Writes result lines of one model, from any thread. Made before any entry is
     played: the model's ``multi_turn`` folder is opened (made where missing) without

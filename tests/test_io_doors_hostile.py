@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import resource
-import shutil
 import struct
 import subprocess
 import sys
@@ -263,11 +262,23 @@ def test_generate_refuses_a_model_name_before_any_request(server, tmp_path: Path
     assert not (tmp_path / "result").exists()
 
 
-@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
-def test_resuming_from_a_result_file_that_is_no_regular_file_is_one_line(server, tmp_path: Path, kind: str) -> None:
+@pytest.mark.parametrize("overwrite", [False, True], ids=["resume", "overwrite"])
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "folder"])
+def test_resuming_from_a_result_file_that_is_no_regular_file_is_one_line(server, tmp_path: Path, kind: str,
+                                                                         overwrite: bool) -> None:
     path = _hostile_file(tmp_path, kind, f"result/my_model/multi_turn/BFCL_v4_{BASE}_result.json")
-    _one_line_error(_generate(server, tmp_path, "--ids", f"{BASE}_0"), str(path))
+    done = _generate(server, tmp_path, *(["--allow-overwrite"] if overwrite else ["--ids", f"{BASE}_0"]))
+    _one_line_error(done, str(path), "a symlink" if kind == "dev-zero" else "not a regular file")
     assert server.requests == []
+
+
+def test_a_symlinked_model_folder_is_refused_before_any_request(server, tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere"
+    (outside / "multi_turn").mkdir(parents=True)
+    (tmp_path / "result").mkdir()
+    (tmp_path / "result" / "my_model").symlink_to(outside)
+    _one_line_error(_generate(server, tmp_path, "--ids", f"{BASE}_0"), "my_model", "a symlink")
+    assert server.requests == [] and list((outside / "multi_turn").iterdir()) == []
 
 
 @pytest.mark.parametrize("content, fragment", [
@@ -290,8 +301,7 @@ def test_a_symlink_as_the_result_file_is_refused_before_any_request(server, tmp_
     path.parent.mkdir(parents=True)
     path.symlink_to(outside)
     done = _generate(server, tmp_path, "--ids", f"{BASE}_0", *(["--allow-overwrite"] if overwrite else []))
-    # (resuming reads the file first; overwriting says what it will play, then opens it)
-    _one_line_error(done, str(path), "a symlink", notes=int(overwrite))
+    _one_line_error(done, str(path), "a symlink")
     assert server.requests == []
     assert outside.read_text(encoding="utf-8") == "precious\n"
 
