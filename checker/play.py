@@ -84,10 +84,11 @@ _DATASET_LOCK = threading.Lock()
 TOOL_FORMATS = ("bfcl", "openai", *openai_format.STYLES)
 
 #: Worker threads the async methods (:meth:`Episode.astep`, ...) run steps and checks in,
-#: shared by every episode of the process. Steps are pure Python (the GIL lets one run at
-#: a time): more threads would only make the event loop wait longer for the GIL; two
-#: keep one long step from holding up every other episode.
-ASYNC_WORKERS = 2
+#: shared by every episode of the process. Steps are pure Python: the GIL lets one run at
+#: a time whatever the count, and each more thread is one more the event loop waits for
+#: to hand the GIL back (256 concurrent rollouts: loop lag p50 1.9 ms with one worker,
+#: 15-18 ms with two; benchmarks/bench_async_play.py).
+ASYNC_WORKERS = 1
 
 _T = TypeVar("_T")
 
@@ -752,8 +753,9 @@ class Episode:
             return _Step(_plain_step(calls, depth), decoder)
         responses = _responses_output(calls)
         if responses is not None:
-            if isinstance(calls, (Mapping, list, tuple)):  # plain data: checked whole, before reading
-                responses = _plain_step(responses, depth)
+            # Dict items are plain data: copied and checked before they are read. SDK objects
+            # are read field by field; what they hold is checked below, in the step.
+            responses = [_plain_step(item, depth - 1) if isinstance(item, Mapping) else item for item in responses]
             step, ids = openai_format.responses_step(responses)
             return _Step(_plain_step(step, depth), "fc", _plain_step(ids, depth), "openai-responses")
         if not isinstance(calls, (str, list, tuple, Mapping)) and _has_tool_calls(calls):

@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from bfcl_safe.checker.contract import MULTI_TURN_CATEGORIES
-from bfcl_safe.checker.play import Episode, TurnOutcome
+from bfcl_safe.checker.play import ArgumentError, Episode, TurnOutcome
 from bfcl_safe.checker.verdict import Verdict
 
 
@@ -69,13 +69,19 @@ class Conversation:
         """The user messages of the first turn (call before any :meth:`reply`)."""
         return self.episode.messages(0)
 
-    def tools(self) -> list[dict]:
-        """The OpenAI Chat Completions ``tools`` list BFCL sends at the current turn."""
-        return self.episode.tools(format="openai")
+    def tools(self, format: str = "openai") -> list[dict]:
+        """The OpenAI ``tools`` list BFCL sends at the current turn: ``format`` ``"openai"``
+        (Chat Completions) or ``"openai-responses"`` (a copy, see :meth:`Episode.tools`)."""
+        if format not in ("openai", "openai-responses") if isinstance(format, str) else True:
+            raise ArgumentError("format", f"format must be 'openai' or 'openai-responses', not {format!r}"[:200])
+        return self.episode.tools(format=format)
 
     def reply(self, message: Any) -> list[dict]:
-        """Play the model's assistant ``message``; the messages the chat gets next (``[]``
-        when the reply ended the episode without running a call)."""
+        """Play the model's reply: an assistant ``message`` (Chat Completions) or a
+        Responses API answer (its ``output`` list, see :meth:`Episode.step`); the
+        messages the chat gets next (``tool`` messages, or ``function_call_output``
+        items for a Responses answer; ``[]`` when the reply ended the episode without
+        running a call)."""
         step = self.episode.step(message)
         self.steps += 1
         out = [dict(item) for item in step.messages]
