@@ -247,6 +247,14 @@ class TurnOutcome:
         return 1.0 if self.passed else 0.0
 
 
+def _shown(value: Any) -> str:
+    """An argument as an error message shows it: a str's repr (cut to 80 characters),
+    else its type name (a repr may be huge, deep or raise)."""
+    if isinstance(value, str):
+        return repr(value[:80])
+    return f"a {type(value).__name__}"
+
+
 def _snapshot_entry_id(instance: Any, attribute: Any, value: Any) -> None:
     if not isinstance(value, str):
         raise ArgumentError("entry_id", f"a snapshot's entry_id must be a str, not {type(value).__name__}")
@@ -583,7 +591,7 @@ class Episode:
         except DatasetError:
             raise
         except Exception as exc:  # noqa: BLE001 - KeyError (no such id) or a dataset of the wrong kind
-            raise ArgumentError("entry", f"not a multi-turn dataset entry: {entry_id!r}"[:200]
+            raise ArgumentError("entry", f"not a multi-turn dataset entry: {_shown(entry_id)}"
                                 + f" ({type(exc).__name__})") from None
         entry = stored if given is None else given
         if len(entry["question"]) != len(ground_truth):
@@ -639,7 +647,7 @@ class Episode:
         """The user messages of ``turn`` (default: the current one), as BFCL inference
         sends them in ``mode`` ``"fc"`` or ``"prompting"``."""
         if mode not in openai_format.MESSAGE_MODES:
-            raise ArgumentError("mode", f"mode must be one of {', '.join(openai_format.MESSAGE_MODES)}, not {mode!r}")
+            raise ArgumentError("mode", f"mode must be one of {', '.join(openai_format.MESSAGE_MODES)}, not {_shown(mode)}")
         return turn_messages(self.entry, missed_docs(self.prompt), self._turn_index(turn), mode)
 
     def tools(self, turn: int | None = None, *, format: str = "bfcl", shared: bool = False) -> list[dict]:
@@ -654,7 +662,7 @@ class Episode:
         callers that only read it; do not change it)."""
         index = self._turn_index(turn)
         if not isinstance(format, str) or format not in TOOL_FORMATS:
-            raise ArgumentError("format", f"format must be one of {', '.join(TOOL_FORMATS)}, not {format!r}"[:300])
+            raise ArgumentError("format", f"format must be one of {', '.join(TOOL_FORMATS)}, not {_shown(format)}")
         if not isinstance(shared, bool):
             raise ArgumentError("shared", f"shared must be a bool, not {type(shared).__name__}")
         missed = missed_docs(self.prompt)
@@ -676,7 +684,7 @@ class Episode:
         if turn is None:
             return self._turn
         if type(turn) is not int or not 0 <= turn < len(self.ground_truth):
-            raise ArgumentError("turn", f"turn must be 0..{len(self.ground_truth) - 1}, not {turn!r}"[:200])
+            raise ArgumentError("turn", f"turn must be 0..{len(self.ground_truth) - 1}, not {turn if type(turn) is int and abs(turn) < 10 ** 9 else _shown(turn)}")
         return turn
 
     def state(self) -> dict[str, dict[str, Any]]:
@@ -749,7 +757,7 @@ class Episode:
         depth = limits.MAX_RESULT_LINE_DEPTH
         if decoder is not None:
             if not isinstance(decoder, str) or decoder not in DECODERS:
-                raise ArgumentError("decoder", f"unknown decoder {decoder!r}"[:200] + "; expected a key of DECODERS")
+                raise ArgumentError("decoder", f"unknown decoder {_shown(decoder)}; expected a key of DECODERS")
             return _Step(_plain_step(calls, depth), decoder)
         responses = _responses_output(calls)
         if responses is not None:

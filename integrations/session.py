@@ -37,6 +37,8 @@ class Conversation:
     """An entry's episode driven by chat messages (see the module docstring)."""
 
     def __init__(self, episode: Episode):
+        if not isinstance(episode, Episode):
+            raise ArgumentError("episode", f"a Conversation plays an Episode, not a {type(episode).__name__}")
         self.episode = episode
         #: The outcome of each turn that ended (``TurnOutcome``: per-turn check and verdict).
         self.outcomes: list[TurnOutcome] = []
@@ -73,7 +75,8 @@ class Conversation:
         """The OpenAI ``tools`` list BFCL sends at the current turn: ``format`` ``"openai"``
         (Chat Completions) or ``"openai-responses"`` (a copy, see :meth:`Episode.tools`)."""
         if format not in ("openai", "openai-responses") if isinstance(format, str) else True:
-            raise ArgumentError("format", f"format must be 'openai' or 'openai-responses', not {format!r}"[:200])
+            raise ArgumentError("format", f"format must be 'openai' or 'openai-responses', not {format[:80]!r}" if isinstance(format, str)
+                                else f"format must be 'openai' or 'openai-responses', not a {type(format).__name__}")
         return self.episode.tools(format=format)
 
     def reply(self, message: Any) -> list[dict]:
@@ -98,6 +101,8 @@ class Conversation:
 
     def reward(self, partial_credit: bool = False) -> float:
         """See the module docstring."""
+        if not isinstance(partial_credit, bool):
+            raise ArgumentError("partial_credit", f"partial_credit must be a bool, not {type(partial_credit).__name__}")
         verdict = self.verdict()
         if verdict.valid:
             return 1.0
@@ -127,13 +132,19 @@ class Conversation:
 
 def chosen_categories(categories: Sequence[str] | str | None) -> list[str]:
     """An adapter's ``categories`` argument as a list (a name, names, or None for all four);
-    ValueError naming the unknown ones."""
+    :class:`~bfcl_safe.checker.play.ArgumentError` (a ValueError) naming the unknown ones."""
+    if categories is None:
+        return list(MULTI_TURN_CATEGORIES)
     if isinstance(categories, str):
         categories = [categories]
-    chosen = list(categories or MULTI_TURN_CATEGORIES)
+    if not isinstance(categories, (list, tuple, set, frozenset)) or not all(isinstance(c, str) for c in categories):
+        raise ArgumentError("categories", f"categories must be a category name or a list of them, "
+                            f"not {type(categories).__name__}")
+    chosen = list(categories) or list(MULTI_TURN_CATEGORIES)
     unknown = [c for c in chosen if c not in MULTI_TURN_CATEGORIES]
     if unknown:
-        raise ValueError(f"unknown categories {unknown}; expected some of {list(MULTI_TURN_CATEGORIES)}")
+        raise ArgumentError("categories", f"unknown categories {unknown}; expected some of "
+                            f"{list(MULTI_TURN_CATEGORIES)}"[:300])
     return chosen
 
 
