@@ -19,11 +19,16 @@ RL rollouts and eval frameworks.
             break
 
 **Steps** (:meth:`Episode.step`) take an assistant message (a dict, or an SDK object with
-``.tool_calls``), its OpenAI ``tool_calls`` list, or a step as a BFCL result file holds
-it (FC ``[{name: arguments}]``, or call text). Each returns a :class:`StepResult`: the
-calls that ran and their results, the messages BFCL inference sends back (``tool``
-messages in FC, one ``user`` message in prompting), and whether the turn ended and why
-(:class:`TurnEnd`; an undecodable step says why in ``decode_error``).
+``.tool_calls``), its OpenAI ``tool_calls`` list, a Responses API answer (its ``output``
+list, the ``Response`` or one ``function_call`` item), or a step as a BFCL result file
+holds it (FC ``[{name: arguments}]``, or call text). Each returns a :class:`StepResult`:
+the calls that ran and their results, the messages BFCL inference sends back (``tool``
+messages in FC — ``function_call_output`` items for a Responses answer — one ``user``
+message in prompting), and whether the turn ended and why (:class:`TurnEnd`; an
+undecodable step says why in ``decode_error``).
+
+**asyncio** (:meth:`Episode.astep`, :meth:`Episode.aend_turn`, ...): the same work in a
+worker thread, so that an event loop driving many rollouts stays responsive.
 
 **Rewards** (:meth:`Episode.turn_outcome`, :meth:`Episode.end_turn`): a
 :class:`TurnOutcome` holds
@@ -41,11 +46,14 @@ messages in FC, one ``user`` message in prompting), and whether the turn ended a
 
 **Errors**: every method raises only the project's documented exceptions
 (:class:`~bfcl_safe.interp.errors.BfclSafeError` subclasses): :class:`StepInputError`
-(not a step), :class:`StepRefused` (nested deeper than
-:data:`~bfcl_safe.interp.limits.MAX_RESULT_LINE_DEPTH`), :class:`TurnOverError`,
-:class:`EpisodeOverError`, :class:`EpisodeLimitError` (a state too large or deep to
-copy, compare or show) and ``IndexError``/``ValueError`` subclasses of them for bad
-arguments. Work is counted against one :class:`~bfcl_safe.interp.budget.Budget` per
+(not a step: a date, a set, bytes, an object inside it), :class:`StepRefused` (nested
+deeper than :data:`~bfcl_safe.interp.limits.MAX_RESULT_LINE_DEPTH`),
+:class:`TurnOverError`, :class:`EpisodeOverError`, :class:`EpisodeBusyError` (an async
+call while another of the episode runs), :class:`EpisodeLimitError` (a state too large or
+deep to copy, compare or show) and :class:`ArgumentError` (a ``ValueError``: an argument
+of the wrong type or range — an entry whose fields have the wrong types or nest deeper
+than :data:`~bfcl_safe.interp.limits.MAX_EPISODE_COPY_DEPTH`, a snapshot of another
+entry or shape, an unknown format). Work is counted against one :class:`~bfcl_safe.interp.budget.Budget` per
 episode; when it runs out the episode ends with ``bfcl_safe:resource_limit`` (the step
 says :attr:`TurnEnd.RESOURCE_LIMIT`), never a crash.
 
@@ -1054,7 +1062,8 @@ class Episode:
 
 
 __all__ = [
-    "ArgumentError", "CallResult", "Episode", "EpisodeError", "EpisodeLimitError", "EpisodeOverError",
+    "ASYNC_WORKERS", "ArgumentError", "CallResult", "Episode", "EpisodeBusyError", "EpisodeError", "EpisodeLimitError",
+    "EpisodeOverError",
     "MAXIMUM_STEP_LIMIT", "Snapshot", "StepInputError", "StepRefused", "StepResult", "TOOL_FORMATS", "TurnEnd",
     "TurnOutcome", "TurnOverError",
 ]
