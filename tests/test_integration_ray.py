@@ -179,7 +179,7 @@ def test_evaluate_ray_address_writes_the_serial_runs_files(local_ray, tmp_path):
 def test_evaluate_when_ray_does_not_start_says_so_in_one_line(monkeypatch, runner, tmp_path, address, raised,
                                                               wanted):
     # Ray's node failing to start is simulated: ray.init raising what Ray raises then.
-    from bfcl_safe.checker.cli import main
+    from bfcl_safe.cli import main
 
     def failing_init(*args, **kwargs):
         raise raised
