@@ -540,6 +540,12 @@ class Episode:
         for name, side in (("model", model), ("truth", truth)):
             if not isinstance(side, Side):
                 raise ArgumentError(name, f"{name} must be a Side, not {type(side).__name__}")
+        self._setup(entry, prompt, ground_truth, model, truth)
+
+    def _setup(self, entry: Mapping[str, Any], prompt: Mapping[str, Any], ground_truth: list[list[str]],
+               model: Side, truth: Side) -> None:
+        """The fields of a new episode, from arguments already checked (:meth:`from_entry`:
+        the dataset's own entry, or the caller's checked and copied)."""
         self.entry = entry
         self.prompt = prompt
         self.ground_truth = ground_truth
@@ -615,7 +621,9 @@ class Episode:
         except Exception as exc:  # noqa: BLE001 - an initial_config its backends cannot load
             raise ArgumentError("entry", f"{entry_id[:120]!r}: its initial_config does not load "
                                 f"({type(exc).__name__}: {str(exc)[:200]})") from None
-        return cls(entry, prompt, ground_truth, model, truth)
+        episode = cls.__new__(cls)
+        episode._setup(entry, prompt, ground_truth, model, truth)
+        return episode
 
     # ------------------------------------------------------------------ views
 

@@ -157,8 +157,12 @@ class _EpisodeActor:
 
     def __init__(self, entry_id: str | None = None, data: str | None = None, owner: str | None = None,
                  episode: Any = None):
-        from bfcl_safe.checker.play import Episode
+        from bfcl_safe.checker.play import ArgumentError, Episode
 
+        if episode is not None and not isinstance(episode, Episode):
+            raise ArgumentError("episode", f"episode must be an Episode, not {type(episode).__name__}")
+        if data is not None and not isinstance(data, str):
+            raise ArgumentError("data", f"data must be a path (str) or None, not {type(data).__name__}")
         self._episode = episode if episode is not None else Episode.from_entry(entry_id, Dataset.open(data),
                                                                                owner=owner)
 

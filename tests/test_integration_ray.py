@@ -194,3 +194,16 @@ def test_evaluate_when_ray_does_not_start_says_so_in_one_line(monkeypatch, runne
     assert len(lines) == 1 and lines[0].startswith(wanted), lines
     assert "Internal error" not in result.stderr and "\x1b" not in result.stderr and "Traceback" not in result.stderr
     assert not (tmp_path / "score").exists() or not any((tmp_path / "score").rglob("*.json"))
+
+
+@pytest.mark.parametrize("arguments", [{"episode": {"not": "an episode"}}, {"entry_id": 5},
+                                       {"entry_id": "multi_turn_base_0", "data": ["a", "list"]},
+                                       {"entry_id": "multi_turn_base_0", "owner": 5}],
+                         ids=["episode-dict", "entry-int", "data-list", "owner-int"])
+def test_the_episode_actor_refuses_arguments_of_the_wrong_type(arguments):
+    # The actor's class itself (Ray runs the same __init__ in the worker).
+    from bfcl_safe.checker.play import ArgumentError
+    from bfcl_safe.integrations.ray import _EpisodeActor
+
+    with pytest.raises(ArgumentError):
+        _EpisodeActor(**{"data": str(wheel()), **arguments})
