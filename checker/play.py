@@ -431,6 +431,11 @@ def _is_openai_call(item: Any) -> bool:
     return isinstance(item, Mapping) and isinstance(item.get("function"), Mapping) and "name" in item["function"]
 
 
+def _is_sdk_call(item: Any) -> bool:
+    """Whether ``item`` is a Chat Completions tool call as an SDK object (``.function``)."""
+    return not isinstance(item, (Mapping, str, bytes, list, tuple)) and _attribute(item, "function") is not None
+
+
 def _attribute(value: Any, name: str) -> Any:
     """``value.name``, or None when it has none (or reading it raises)."""
     try:
@@ -463,7 +468,8 @@ def _responses_output(value: Any) -> list | None:
             return [value]
         return None
     if isinstance(value, (list, tuple)):
-        if value and all(isinstance(_item_type(item), str) and not _is_openai_call(item) for item in value):
+        if value and all(isinstance(_item_type(item), str) and not _is_openai_call(item) and not _is_sdk_call(item)
+                         for item in value):
             return list(value)
         return None
     if isinstance(value, str):
@@ -785,6 +791,9 @@ class Episode:
             return _Step(_plain_step(step, depth), "fc", _plain_step(ids, depth), "openai-responses")
         if not isinstance(calls, (str, list, tuple, Mapping)) and _has_tool_calls(calls):
             step, ids = openai_format.reply_step(calls)  # an SDK message object
+            return _Step(_plain_step(step, depth), "fc", _plain_step(ids, depth))
+        if isinstance(calls, (list, tuple)) and calls and all(_is_sdk_call(item) for item in calls):
+            step, ids = openai_format.reply_step({"tool_calls": list(calls)})  # an SDK message's tool_calls
             return _Step(_plain_step(step, depth), "fc", _plain_step(ids, depth))
         if isinstance(calls, Mapping) and ("tool_calls" in calls or calls.get("role") == "assistant"):
             message = _plain_step(calls, depth)

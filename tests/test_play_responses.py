@@ -177,3 +177,15 @@ def test_a_conversation_takes_responses_output_and_gives_function_call_outputs()
     out = conversation.reply(_responses(("text", "Done."), 1))
     assert out == conversation.episode.messages()  # the next turn's user messages
     assert conversation.tools(format="openai-responses") == conversation.episode.tools(format="openai-responses")
+
+
+def test_chat_tool_calls_as_sdk_objects_are_chat_steps_not_responses_items():
+    from openai.types.chat import ChatCompletionMessageToolCall
+    from openai.types.chat.chat_completion_message_tool_call import Function
+
+    calls = [ChatCompletionMessageToolCall(id="call_0", type="function",
+                                           function=Function(name="cd", arguments='{"folder": "document"}'))]
+    episode = Episode.from_entry("multi_turn_base_0", dataset())
+    step = episode.step(calls)
+    assert step.messages == ({"role": "tool", "content": step.results[0], "tool_call_id": "call_0"},)
+    assert episode.result() == [[[{"cd": '{"folder": "document"}'}]]]
