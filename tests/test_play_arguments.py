@@ -228,3 +228,52 @@ def test_non_json_values_in_a_step_are_refused_and_nothing_runs(value):
             {"id": "c", "type": "function", "function": {"name": "cd", "arguments": {"folder": value}}}]})
     assert episode.result() == [[]] and not episode.turn_over
     assert episode.step([{"ls": "{}"}]).results
+
+
+CHILD = """
+import datetime, json, pickle, resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+from bfcl_safe import Dataset
+from bfcl_safe.checker.episode import EpisodeError
+from bfcl_safe.checker.play import Episode, Snapshot
+
+ds = Dataset.open(sys.argv[1])
+deep = "x"
+for _ in range(3000):
+    deep = [deep]
+entry = dict(ds.entry("multi_turn_base_0"))
+seen = []
+def attempt(name, work):
+    try:
+        work()
+        seen.append([name, "ok"])
+    except EpisodeError as exc:
+        seen.append([name, type(exc).__name__])
+attempt("deep-question", lambda: Episode.from_entry({**entry, "question": [[{"role": "user", "content": deep}]]}, ds))
+attempt("deep-config", lambda: Episode.from_entry({**entry, "initial_config": {"GorillaFileSystem": {"root": deep}}}, ds))
+attempt("fields", lambda: Episode.from_entry({**entry, "involved_classes": {"a": 1}}, ds))
+ep = Episode.from_entry("multi_turn_base_0", ds)
+other = Episode.from_entry("multi_turn_base_1", ds).snapshot()
+attempt("restore-foreign", lambda: ep.restore(Snapshot("multi_turn_base_0", other.state)))
+attempt("step-date", lambda: ep.step([{"cd": {"folder": datetime.date(2024, 1, 1)}}]))
+attempt("step-deep", lambda: ep.step([{"cd": {"folder": deep}}]))
+attempt("messages", ep.messages)
+attempt("pickle", lambda: pickle.loads(pickle.dumps(ep)).check_turn())
+print(json.dumps(seen))
+"""
+
+
+def test_hostile_arguments_in_a_child_under_limits():
+    import json
+    import subprocess
+    import sys
+
+    from tests.refenv import ROOT, wheel
+
+    out = subprocess.run([sys.executable, "-c", CHILD, str(wheel())], capture_output=True, text=True, timeout=120,
+                         cwd=ROOT)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert json.loads(out.stdout) == [
+        ["deep-question", "ArgumentError"], ["deep-config", "ArgumentError"], ["fields", "ArgumentError"],
+        ["restore-foreign", "ArgumentError"], ["step-date", "StepInputError"], ["step-deep", "StepRefused"],
+        ["messages", "ok"], ["pickle", "ok"]]
