@@ -94,6 +94,18 @@ class Conversation:
                 out.extend(self.episode.messages())
         return out
 
+    async def areply(self, message: Any) -> list[dict]:
+        """:meth:`reply` for asyncio callers: the step and the turn's checks run in the play
+        API's worker thread (:meth:`Episode.astep`), the event loop stays free."""
+        step = await self.episode.astep(message)
+        self.steps += 1
+        out = [dict(item) for item in step.messages]
+        if step.turn_over:
+            self.outcomes.append(await self.episode.aend_turn())
+            if not self.episode.done:
+                out.extend(self.episode.messages())
+        return out
+
     def verdict(self) -> Verdict:
         """The official verdict of the steps played so far (after the episode: the score
         file's verdict on :meth:`result`)."""
