@@ -53,9 +53,10 @@ call while another of the episode runs), :class:`EpisodeLimitError` (a state too
 deep to copy, compare or show) and :class:`ArgumentError` (a ``ValueError``: an argument
 of the wrong type or range — an entry whose fields have the wrong types or nest deeper
 than :data:`~bfcl_safe.interp.limits.MAX_EPISODE_COPY_DEPTH`, a snapshot of another
-entry or shape, an unknown format). Work is counted against one :class:`~bfcl_safe.interp.budget.Budget` per
-episode; when it runs out the episode ends with ``bfcl_safe:resource_limit`` (the step
-says :attr:`TurnEnd.RESOURCE_LIMIT`), never a crash.
+entry or shape, an unknown format). Work is counted against one
+:class:`~bfcl_safe.interp.budget.Budget` per episode; when it runs out the episode ends
+with ``bfcl_safe:resource_limit`` (the step says :attr:`TurnEnd.RESOURCE_LIMIT`), never a
+crash.
 
 Episodes pickle (``pickle.dumps(ep)``) and have :meth:`~Episode.snapshot` /
 :meth:`~Episode.restore`: a restored episode continues exactly as the original would.
@@ -670,7 +671,8 @@ class Episode:
         """The user messages of ``turn`` (default: the current one), as BFCL inference
         sends them in ``mode`` ``"fc"`` or ``"prompting"``."""
         if mode not in openai_format.MESSAGE_MODES:
-            raise ArgumentError("mode", f"mode must be one of {', '.join(openai_format.MESSAGE_MODES)}, not {_shown(mode)}")
+            raise ArgumentError("mode", f"mode must be one of {', '.join(openai_format.MESSAGE_MODES)}, "
+                                f"not {_shown(mode)}")
         return turn_messages(self.entry, missed_docs(self.prompt), self._turn_index(turn), mode)
 
     def tools(self, turn: int | None = None, *, format: str = "bfcl", shared: bool = False) -> list[dict]:
@@ -707,7 +709,8 @@ class Episode:
         if turn is None:
             return self._turn
         if type(turn) is not int or not 0 <= turn < len(self.ground_truth):
-            raise ArgumentError("turn", f"turn must be 0..{len(self.ground_truth) - 1}, not {turn if type(turn) is int and abs(turn) < 10 ** 9 else _shown(turn)}")
+            shown = turn if type(turn) is int and abs(turn) < 10 ** 9 else _shown(turn)
+            raise ArgumentError("turn", f"turn must be 0..{len(self.ground_truth) - 1}, not {shown}")
         return turn
 
     def state(self) -> dict[str, dict[str, Any]]:

@@ -74,9 +74,9 @@ class Conversation:
     def tools(self, format: str = "openai") -> list[dict]:
         """The OpenAI ``tools`` list BFCL sends at the current turn: ``format`` ``"openai"``
         (Chat Completions) or ``"openai-responses"`` (a copy, see :meth:`Episode.tools`)."""
-        if format not in ("openai", "openai-responses") if isinstance(format, str) else True:
-            raise ArgumentError("format", f"format must be 'openai' or 'openai-responses', not {format[:80]!r}" if isinstance(format, str)
-                                else f"format must be 'openai' or 'openai-responses', not a {type(format).__name__}")
+        if not isinstance(format, str) or format not in ("openai", "openai-responses"):
+            shown = repr(format[:80]) if isinstance(format, str) else f"a {type(format).__name__}"
+            raise ArgumentError("format", f"format must be 'openai' or 'openai-responses', not {shown}")
         return self.episode.tools(format=format)
 
     def reply(self, message: Any) -> list[dict]:

@@ -250,7 +250,8 @@ def attempt(name, work):
     except EpisodeError as exc:
         seen.append([name, type(exc).__name__])
 attempt("deep-question", lambda: Episode.from_entry({**entry, "question": [[{"role": "user", "content": deep}]]}, ds))
-attempt("deep-config", lambda: Episode.from_entry({**entry, "initial_config": {"GorillaFileSystem": {"root": deep}}}, ds))
+deep_config = {"GorillaFileSystem": {"root": deep}}
+attempt("deep-config", lambda: Episode.from_entry({**entry, "initial_config": deep_config}, ds))
 attempt("fields", lambda: Episode.from_entry({**entry, "involved_classes": {"a": 1}}, ds))
 ep = Episode.from_entry("multi_turn_base_0", ds)
 other = Episode.from_entry("multi_turn_base_1", ds).snapshot()
