@@ -8,6 +8,11 @@ between steps. ``inline`` steps with ``Episode.step`` inside the coroutine (what
 do without an async API); ``astep`` awaits ``Episode.astep``. A ticker coroutine asks to
 wake every millisecond; its lag (wake time minus the time asked for) is the loop's
 responsiveness. Prints p50/p99/max lag, the wall clock and the verdicts (all must pass).
+
+Measured 2026-12-03, 2 CPUs shared with other work (load 8-17, so rough), 256 rollouts,
+all valid: inline lag p50 82-134 ms, max 208-464 ms; astep (one worker thread) p50
+1.2-1.9 ms, max 48-123 ms (two worker threads: p50 15-18 ms, max 220-230 ms). The wall
+clock grows from 0.7-1.0 s to 1.5-2.3 s: the loop thread now takes its share of the GIL.
 """
 
 from __future__ import annotations
