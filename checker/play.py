@@ -897,15 +897,26 @@ class Episode:
         return await self._in_worker(self.check_turn)
 
     async def _in_worker(self, work: Callable[[], _T]) -> _T:
+        loop = asyncio.get_running_loop()
         with _BUSY_LOCK:
             if self in _BUSY:
                 raise EpisodeBusyError(self.id)
             _BUSY.add(self)
         try:
-            return await asyncio.get_running_loop().run_in_executor(_executor(), work)
-        finally:
+            future = _executor().submit(work)
+        except BaseException:
             with _BUSY_LOCK:
                 _BUSY.discard(self)
+            raise
+        # Busy until the work itself ends (or is cancelled before it starts), not until this
+        # coroutine does: a caller that stops waiting (a timeout) must not start a second
+        # step beside the one still running.
+        future.add_done_callback(lambda _: self._not_busy())
+        return await asyncio.wrap_future(future, loop=loop)
+
+    def _not_busy(self) -> None:
+        with _BUSY_LOCK:
+            _BUSY.discard(self)
 
     # ------------------------------------------------------------------ turns and checks
 

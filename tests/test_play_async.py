@@ -148,3 +148,25 @@ def test_a_forked_child_awaits_steps_on_its_own_workers():
     child.join(60)
     assert child.exitcode == 0
     assert queue.get(timeout=5) is True
+
+
+def test_a_caller_that_stops_waiting_does_not_start_a_second_step_beside_the_first():
+    entry_id = next(e["id"] for e in dataset().entries("multi_turn_base") if "MathAPI" in e["involved_classes"])
+    slow = [{"logarithm": json.dumps({"value": 2.5, "base": 3.5, "precision": 8000})}] * 3
+
+    async def run() -> None:
+        episode = Episode.from_entry(entry_id, dataset())
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(episode.astep(slow), 0.01)
+        with pytest.raises(EpisodeBusyError):  # the first step is still running in the worker
+            await episode.astep([{"mean": json.dumps({"numbers": [1, 2]})}])
+        for _ in range(6000):
+            await asyncio.sleep(0.01)
+            try:
+                step = await episode.astep([{"mean": json.dumps({"numbers": [1, 2]})}])
+                break
+            except EpisodeBusyError:
+                continue
+        assert step.results == ['{"result": 1.5}'] and step.step_in_turn == 2  # after the slow one
+
+    asyncio.run(run())
