@@ -174,17 +174,22 @@ class BoundaryGroup(click.Group):
             _escape_click_message(error)
             raise
 
-    # `bfcl-safe generate` lives in its own package (optional extra: openai), imported
-    # when the command is named or listed: scoring never loads it.
+    # `bfcl-safe generate` lives in its own package (optional extra: openai), and `bfcl-safe
+    # serve` in the integrations (optional extra: serve), imported when the command is named
+    # or listed: scoring never loads them.
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*super().list_commands(ctx), "generate"})
+        return sorted({*super().list_commands(ctx), "generate", *(["serve"] if self is main else [])})
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name == "generate" and name not in self.commands:
             from bfcl_safe.generate.cli import generate
 
             self.add_command(generate)
+        if name == "serve" and name not in self.commands and self is main:
+            from bfcl_safe.integrations.serve_command import serve
+
+            self.add_command(serve)
         return super().get_command(ctx, name)
 
     def invoke(self, ctx: click.Context) -> Any:
