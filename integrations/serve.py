@@ -396,6 +396,11 @@ class Guard:
         self.open += 1
         try:
             await self.app(scope, self._guarded_receive(receive, send), send)
+        except Exception as error:  # noqa: BLE001 - the client left while OpenEnv was answering
+            # OpenEnv's session loop re-raises when it cannot send its answer to a client
+            # that went away (its session is dropped first, in its own `finally`). Nothing
+            # is left to answer: counted in `refused`, not logged as a traceback.
+            self._refuse(f"gone:{type(error).__name__}")
         finally:
             self.open -= 1
 
