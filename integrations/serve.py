@@ -137,12 +137,19 @@ class BfclState(State):
 
 
 class BfclEnvironment(Environment[BfclAction, BfclObservation, BfclState]):
-    """One OpenEnv session: at most one episode at a time (see the module docstring)."""
+    """One OpenEnv session: at most one episode at a time (see the module docstring).
+    ``dataset``: an open :class:`~bfcl_safe.checker.dataset.Dataset` (None: the cache
+    ``bfcl-safe data fetch`` fills, so that frameworks that build environments with no
+    arguments, as NeMo-Gym's OpenEnv resource server does, can)."""
 
     SUPPORTS_CONCURRENT_SESSIONS = True
 
-    def __init__(self, dataset: Any, *, owner: str | None = None, templates: Any = None):
+    def __init__(self, dataset: Any = None, *, owner: str | None = None, templates: Any = None):
         super().__init__()
+        if dataset is None:  # built with no arguments (NeMo-Gym's OpenEnv adapter): the cached dataset
+            from bfcl_safe.checker.dataset import Dataset
+
+            dataset = Dataset.open(None)
         self.dataset = dataset
         self.owner = owner
         self.templates = templates

@@ -401,3 +401,30 @@ def test_thousands_of_abandoned_sessions_leave_memory_bounded_and_the_server_ser
     process.stdin.flush()
     report = json.loads(process.stdout.readline())
     assert report["refused"].get("idle", 0) >= 8 and report["open"] <= 1, report
+
+
+def test_nemo_gym_openenv_adapter_calls(tmp_path, monkeypatch):
+    """NeMo-Gym 0.7.0 needs Python >= 3.13.14 and does not install here; its OpenEnv resource
+    server (resources_servers/openenv/app.py) uses an OpenEnv environment in process: it
+    builds ``env_class()`` with no arguments per session, calls ``reset(**reset_kwargs)``
+    from its config, ``env.step(action_class(**body))`` per tool call, sums the rewards in
+    ``verify`` and closes the environment. The same calls, in its order."""
+    from bfcl_safe.checker.dataset import CACHE_ENV, WHEEL_NAME
+    from bfcl_safe.integrations.serve import BfclEnvironment
+    from tests.refenv import wheel
+
+    (tmp_path / WHEEL_NAME).symlink_to(Path(wheel()).resolve())
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
+    for entry_id, _, replies in [s for s in scripts(["multi_turn_miss_param"]) if s[0].endswith("_9")][:6]:
+        env = BfclEnvironment()
+        observation = env.reset(entry_id=entry_id)
+        total = float(observation.reward or 0.0)
+        sent: list = []
+        while not observation.done:
+            kind, value = replies[len(sent)] if len(sent) < len(replies) else ("text", DONE)
+            sent.append((kind, value))
+            body = {"tool_calls": _tool_calls(len(sent), value)} if kind == "calls" else {"content": value}
+            observation = env.step(BfclAction(**body))
+            total += float(observation.reward or 0.0)
+        env.close()
+        assert total == (1.0 if evaluate_verdict(entry_id, result_of(sent))["valid"] else 0.0)
