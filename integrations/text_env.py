@@ -99,9 +99,9 @@ def check_decoder(decoder: Any) -> str:
 
 def prompting_system_prompt(dataset: Any) -> Any:
     """The prompt templates BFCL's prompting inference uses, read from ``dataset``'s wheel
-    as data (:mod:`bfcl_safe.generate.prompting`): pass them to :class:`Player` to share
+    as data (:mod:`bfcl_safe.checker.system_prompt`): pass them to :class:`Player` to share
     one read between many episodes."""
-    from bfcl_safe.generate.prompting import load_prompt_templates
+    from bfcl_safe.checker.system_prompt import load_prompt_templates
 
     return load_prompt_templates(dataset)
 
@@ -162,7 +162,7 @@ class Player:
         """The first turn's messages (``mode="prompting"``: BFCL's system prompt first)."""
         messages = self.episode.messages(0, mode=self.mode)
         if self.mode == "prompting":
-            from bfcl_safe.generate.prompting import system_prompt, with_system_prompt
+            from bfcl_safe.checker.system_prompt import system_prompt, with_system_prompt
 
             docs, _ = inference_docs(self.episode.prompt)
             messages = with_system_prompt(messages, system_prompt(self.templates, docs))

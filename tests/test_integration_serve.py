@@ -428,3 +428,43 @@ def test_nemo_gym_openenv_adapter_calls(tmp_path, monkeypatch):
             total += float(observation.reward or 0.0)
         env.close()
         assert total == (1.0 if evaluate_verdict(entry_id, result_of(sent))["valid"] else 0.0)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_the_command_serves_until_stopped():
+    from tests.refenv import wheel
+
+    port = _free_port()
+    process = subprocess.Popen([sys.executable, "-m", "bfcl_safe", "serve", "--port", str(port), "--data", str(wheel())],
+                               cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stderr=subprocess.PIPE, text=True)
+    try:
+        banner = process.stderr.readline()
+        assert f"http://127.0.0.1:{port}" in banner and "bfcl_multi_turn" in banner
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                assert _http(f"127.0.0.1:{port}", "GET", "/health") == (200, {"status": "healthy"})
+                break
+            except ConnectionRefusedError:
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+        assert _ground_truth_episode(f"127.0.0.1:{port}", "multi_turn_miss_func_3") == 1.0
+    finally:
+        process.terminate()
+        process.wait(60)
+
+
+def test_without_the_extra_the_command_says_which_to_install(tmp_path):
+    blocked = tmp_path / "openenv"
+    blocked.mkdir()
+    (blocked / "__init__.py").write_text("raise ImportError('openenv is not installed (test)')\n")
+    done = subprocess.run([sys.executable, "-m", "bfcl_safe", "serve", "--port", "1"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"})
+    assert done.returncode == 1 and done.stderr.strip().splitlines()[-1] == (
+        "Error: bfcl_safe.integrations.serve needs openenv>=0.10: pip install 'bfcl-safe[serve]'"), done.stderr
+    assert "Traceback" not in done.stderr
