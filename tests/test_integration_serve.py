@@ -468,3 +468,18 @@ def test_without_the_extra_the_command_says_which_to_install(tmp_path):
     assert done.returncode == 1 and done.stderr.strip().splitlines()[-1] == (
         "Error: bfcl_safe.integrations.serve needs openenv>=0.10: pip install 'bfcl-safe[serve]'"), done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_sessions_opened_over_http_are_capped_and_expire(child):
+    """OpenEnv also opens sessions over HTTP (``POST /mcp`` ``openenv/session/create``):
+    the same cap (8 here) refuses the 9th, and idle ones are dropped by its reaper."""
+    host, process = child
+    create = {"jsonrpc": "2.0", "method": "openenv/session/create", "params": {}}
+    answers = [_http(host, "POST", "/mcp", {**create, "id": i}) for i in range(10)]
+    assert [("result" in body) for _, body in answers] == [True] * 8 + [False] * 2
+    assert "at capacity" in answers[-1][1]["error"]["message"]
+    deadline = time.monotonic() + 30
+    while "result" not in _http(host, "POST", "/mcp", {**create, "id": 99})[1]:
+        assert time.monotonic() < deadline, "idle HTTP sessions were not dropped"
+        time.sleep(1)
+    assert process.poll() is None
