@@ -371,19 +371,19 @@ class Plan(NamedTuple):
 
 
 def _discover(plan: Plan, say: Messages) -> list[Any]:
-    """The result files to score (:func:`bfcl_safe.checker.runner.discover`, filtered by
+    """The result files to score (:func:`bfcl_safe.checker.results_io.discover`, filtered by
     the plan's models and categories; its notices printed). A tree not laid out as BFCL
     lays it out raises its ``LayoutError`` (one line saying what to pass instead)."""
-    from bfcl_safe.checker import runner
+    from bfcl_safe.checker.results_io import discover
 
-    found = runner.discover(plan.result_dir, list(plan.models) or None, list(plan.categories))
+    found = discover(plan.result_dir, list(plan.models) or None, list(plan.categories))
     for notice in found.notices:
         say.note(notice)
     files = found.files
     present = {f.model for f in files}
     absent = [model for model in plan.models if model not in present]
     if absent:
-        available = sorted({f.model for f in runner.discover(plan.result_dir, None, list(plan.categories)).files})
+        available = sorted({f.model for f in discover(plan.result_dir, None, list(plan.categories)).files})
         raise CommandError(
             f"no multi-turn result files for model(s) {', '.join(absent)} under {plan.result_dir} "
             f"(models with result files: {', '.join(available) or 'none'}; --model takes a registry name "
@@ -530,7 +530,7 @@ def evaluate(models: tuple[str, ...], categories: tuple[str, ...], result_dir: P
              model_map: Path | None, strict_irrelevance: bool, check_order: bool, partial_credit: bool,
              ray_address: str | None = None) -> None:
     """Score result files like `bfcl evaluate` on the multi-turn categories."""
-    from bfcl_safe.checker.runner import Options
+    from bfcl_safe.checker.scoring import Options
 
     chosen, notices = select_categories(categories)
     result_dir = _existing_dir(under_root(result_dir, "result"), "--result-dir")
@@ -544,7 +544,7 @@ def evaluate(models: tuple[str, ...], categories: tuple[str, ...], result_dir: P
     if model_name is not None:
         if not model_name.strip():
             raise click.BadParameter("must not be empty", param_hint="'--model-name'")
-        from bfcl_safe.checker.runner import discover
+        from bfcl_safe.checker.results_io import discover
 
         files_models = {f.model for f in discover(result_dir, list(folders) or None, chosen).files}
         if len(files_models) != 1:
@@ -584,7 +584,7 @@ def demo(demo_dir: Path | None, data: str | None, entries: int, jobs: int) -> No
     entries that fail on purpose and hostile ones that must do no harm. Fetches the
     pinned dataset if needed."""
     from bfcl_safe.checker.demo import describe, write_demo_results
-    from bfcl_safe.checker.runner import Options
+    from bfcl_safe.checker.scoring import Options
 
     folder = demo_dir if demo_dir is not None else default_cache_dir() / "demo"
     dataset = open_dataset(data, fetch_if_missing=True)

@@ -35,11 +35,6 @@ from typing import IO
 
 _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
-#: Format characters that reorder or hide text, and the Unicode line separators.
-BIDI_AND_SEPARATORS = frozenset(
-    [0x061C, 0x200E, 0x200F, 0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
-)
-
 #: Characters :func:`shown` escapes: a character class, one pass over the text. (The
 #: patterns are compiled when first needed, through ``re``'s own cache: plain ASCII
 #: text, the usual case, needs none of them.)

@@ -369,17 +369,6 @@ def check_turns(
     return Verdict.passed(len(ground_truth))
 
 
-def check_turns_at(decoded, ground_truth, entry, model_name, long_context_data=None, *, check_order=False,
-                   trace=None) -> tuple[dict, int]:
-    """Compatibility (``explain``): :func:`check_turns` as ``(error dict with "valid",
-    failing turn or len(ground_truth))``. New code reads :class:`Verdict` fields."""
-    verdict = check_turns(decoded, ground_truth, entry, model_name, long_context_data,
-                          check_order=check_order, trace=trace)
-    if verdict.valid:
-        return {"valid": True}, verdict.turns_passed
-    return {"valid": False, **verdict.error()}, verdict.failing_turn
-
-
 def _record(side: Side, step: Sequence[Any], calls: dict[str, list[str]]) -> None:
     """Method names called, per class (non-official order check; names resolved like execution)."""
     from bfcl_safe.interp import CallSpec, parse_call, RejectedInput
