@@ -38,12 +38,11 @@ from typing import Callable, Sequence
 from bfcl_safe.checker.dataset import Dataset
 from bfcl_safe.checker.decoders.models import decoder_for_model
 from bfcl_safe.checker.errors import INTERNAL_ERROR, RESOURCE_LIMIT
-from bfcl_safe.checker.parallel import ForkPool, InProcessPool, Lost, Pool, cannot_fork
 from bfcl_safe.checker.inputs import UnreadableFile, shown_path
 from bfcl_safe.checker.outputs import ScoreFileWriter
+from bfcl_safe.checker.parallel import ForkPool, InProcessPool, Lost, Pool, cannot_fork
 from bfcl_safe.checker.results_io import (
     FirstOccurrence,
-    LayoutError,
     ResultFile,
     discover,
     id_order,

@@ -40,7 +40,8 @@ _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 #: text, the usual case, needs none of them.)
 UNSAFE = "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
 #: The same without the newline (:func:`shown_lines`).
-_UNSAFE_BUT_NEWLINE = "[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+_UNSAFE_BUT_NEWLINE = ("[\x00-\x09\x0b-\x1f\x7f-\x9f"
+                       "\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 #: What JSON text can still hold after ``json.dumps(..., ensure_ascii=False)``
 #: (which escapes C0 itself).
 _UNSAFE_IN_JSON = "[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
@@ -148,6 +149,5 @@ class ProgressLine:
         self._draw(force=True)
         return self
 
-    def __exit__(self, *exc: object) -> bool:
+    def __exit__(self, *exc: object) -> None:
         self.close()
-        return False

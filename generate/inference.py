@@ -33,7 +33,7 @@ import attrs
 
 from bfcl_safe.checker import openai_format
 from bfcl_safe.checker.contract import category_of
-from bfcl_safe.checker.decoders import DecodeError, decode_step, DECODERS
+from bfcl_safe.checker.decoders import DECODERS, DecodeError, decode_step
 from bfcl_safe.checker.episode import MAXIMUM_STEP_LIMIT, Side
 from bfcl_safe.generate.prompting import fc_decode_error, prompting_decode_error, system_prompt, with_system_prompt
 from bfcl_safe.interp import budget as budgets

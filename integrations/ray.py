@@ -116,7 +116,7 @@ class RayPool:
         for context, lines in tasks:
             pool.submit(lambda actor, task: actor.score.remote(task[0], list(task[1])), (context, list(lines)))
         out: list[list[str | Lost]] = []
-        for context, lines in tasks:  # ActorPool.get_next returns results in submission order
+        for _context, lines in tasks:  # ActorPool.get_next returns results in submission order
             try:
                 texts: list[str | Lost] = list(pool.get_next())
             except RayError as exc:
