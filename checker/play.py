@@ -64,9 +64,11 @@ from typing import Any, Mapping
 import attrs
 
 from bfcl_safe.checker import openai_format
+from bfcl_safe.checker.boundary import EntryBoundary
 from bfcl_safe.checker.episode import (
     MAXIMUM_STEP_LIMIT, EpisodeError, Side, missed_docs, mpmath_lock, turn_messages, visible_tools,
 )
+from bfcl_safe.checker.errors import ErrorType
 from bfcl_safe.checker.verdict import Verdict, force_terminated_verdict, is_empty_step, new_sides, turn_failure
 from bfcl_safe.interp import limits
 from bfcl_safe.interp.budget import Budget
@@ -488,15 +490,14 @@ class Episode:
         raw, decoder, ids = self._as_step(calls, decoder)
         turn = self._turn
         self._raw[turn].append(copy.deepcopy(raw))
-        try:
-            with self.budget.active():
-                return self._run_step(raw, decoder, ids)
-        except BudgetExceeded as exc:
-            return self._abort_with(Verdict.resource_limit(exc, turn), TurnEnd.RESOURCE_LIMIT)
-        except BfclSafeError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - a step must never crash its caller
-            return self._abort_with(Verdict.internal_error(exc, "run this step", turn), TurnEnd.INTERNAL_ERROR)
+        # (a step must never crash its caller; its documented argument errors reach it)
+        boundary = EntryBoundary("run this step", turn=turn, budget=self.budget, passthrough=(BfclSafeError,))
+        with boundary:
+            return self._run_step(raw, decoder, ids)
+        failure = boundary.failure
+        assert failure is not None
+        return self._abort_with(failure, TurnEnd.RESOURCE_LIMIT if failure.error_type is ErrorType.RESOURCE_LIMIT
+                                else TurnEnd.INTERNAL_ERROR)
 
     def _as_step(self, calls: Any, decoder: str | None) -> tuple[Any, str, list[Any] | None]:
         """The step as a result file would hold it, its decoder and the tool-call ids."""
@@ -664,16 +665,11 @@ class Episode:
     def _guarded(self, work):
         """Run checking work under the episode's budget; a budget overrun or a state the
         checks cannot handle ends the episode with bfcl-safe's own error types."""
-        turn = self._turn
-        try:
-            with self.budget.active():
-                return work()
-        except BudgetExceeded as exc:
-            self._abort = Verdict.resource_limit(exc, turn)
-        except BfclSafeError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - RecursionError/ValueError on hostile state
-            self._abort = Verdict.internal_error(exc, "check this turn", turn)
+        boundary = EntryBoundary("check this turn", turn=self._turn, budget=self.budget,
+                                 passthrough=(BfclSafeError,))
+        with boundary:  # (RecursionError/ValueError on hostile state, too)
+            return work()
+        self._abort = boundary.failure
         self._turn_over = True
         self._done = True
         return None
