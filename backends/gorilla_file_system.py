@@ -258,13 +258,17 @@ class _Cycle(Exception):
 # error, which becomes the tool's error result; they never run on a tree without a cycle.
 
 
-def _find_recursive(directory: Directory, prefix: str, name: Any, matches: list) -> None:
-    for item_name, item in directory.contents.items():
-        item_path = f"{prefix}/{item_name}"
-        if name is None or name in item_name:
-            matches.append(item_path)
+def _find_recursive(directory: Directory) -> None:
+    # The reference's recursion without its paths and matches: only its RecursionError is
+    # kept, and it is raised by the calls alone (building a path or testing a name calls
+    # nothing that counts depth; a name that is not text failed the iterative walk
+    # first). The paths would be gigabytes: each level's are longer than the last, and
+    # long-context directories hold dozens of files per level. Each level's items scanned
+    # are charged to ``state_scan``.
+    _scan(directory.contents)
+    for item in directory.contents.values():
         if isinstance(item, Directory):
-            _find_recursive(item, item_path, name, matches)
+            _find_recursive(item)
 
 
 def _disk_size_recursive(item: Any) -> int:
@@ -322,6 +326,15 @@ def _disk_size(directory: Directory) -> int:
     return total
 
 
+def _name_length(name: Any) -> int:
+    """Characters an item's name adds to a path."""
+    return len(name) if type(name) is str else len(str(name))
+
+
+#: (bound once: the recursive find calls it at every level without a module lookup)
+_scan = growth.scan
+
+
 def _find_under(directory: Directory, prefix: str, name: Any) -> list:
     """The paths under ``directory`` whose last part contains ``name``, pre-order, as the
     reference's recursive ``find`` lists them."""
@@ -329,6 +342,7 @@ def _find_under(directory: Directory, prefix: str, name: Any) -> list:
     prefixes = [prefix]  # prefixes[level]: the path of the directory walked at that level
     try:
         for level, item_name, item in _walk(directory):
+            growth.result_text(len(prefixes[level]) + 1 + _name_length(item_name))  # (before it is built)
             item_path = f"{prefixes[level]}/{item_name}"
             if name is None or name in item_name:
                 matches.append(item_path)
@@ -336,7 +350,7 @@ def _find_under(directory: Directory, prefix: str, name: Any) -> list:
                 del prefixes[level + 1:]
                 prefixes.append(item_path)
     except _Cycle:
-        raise _as_recursion_error(_find_recursive, directory, prefix, name, []) from None
+        raise _as_recursion_error(_find_recursive, directory) from None
     return matches
 
 

@@ -126,3 +126,20 @@ ENTRY_BUDGETS["shared_default_items"] = 100_000
 #: bounded by the budgets above, but a scanning call repeated as often as a result line
 #: allows would take hours; real entries scan a few hundred items.
 ENTRY_BUDGETS["state_scan"] = 100_000_000
+
+# Kept output and parse work (``interp/execute.py``, ``interp/text.py``,
+# ``interp/cst_front.py``, ``checker/decoders/guard.py``), per entry, both sides together.
+#: Characters of the result strings an entry keeps (every call's result, model's and
+#: ground truth's: the checks compare them and a failure record writes them, some
+#: twice), plus the paths ``find`` builds before they become a result. Largest real
+#: entry: 140,908 (ground truth replayed, long context); 2,860 on the real FC results.
+#: Without it one 422 KB line (a 200 KB file, then 5,000 ``cat`` of it) made a 1 GB
+#: score file and a 3.9 GB peak; a ``find`` in a tree that contains itself, gigabytes
+#: of paths.
+ENTRY_BUDGETS["result_chars"] = 10_000_000
+#: Characters of text handed to libcst (step texts and call texts outside the fast
+#: parser's subset; at every use of a remembered parse), per entry. No real entry hands
+#: libcst anything (the real FC results and the ground truth replayed: 0). libcst takes
+#: seconds per MAX_LIBCST_SOURCE_LENGTH characters of such text, so a line of twenty such
+#: steps (inside every size and depth limit) took minutes; this allows two at the most.
+ENTRY_BUDGETS["libcst_chars"] = 100_000

@@ -138,25 +138,46 @@ class Memo:
         self._entries: OrderedDict[Hashable, tuple[Any, str | None, dict[str, int]]] = OrderedDict()
 
     def get(self, key: Hashable, compute: Callable[[], Any]) -> Any:
-        entry = self._entries.get(key)
-        if entry is None:
-            recorder = _Recorder(budget.current())
-            value, failure = None, None
-            with recorder.active():
-                try:
-                    value = compute()
-                except DecodeError as exc:
-                    failure = str(exc)
-            entry = (value, failure, recorder.record)
-            self._entries[key] = entry
-            if len(self._entries) > self.size:
-                self._entries.popitem(last=False)
-        else:
-            for kind, amount in entry[2].items():
-                budget.charge(kind, amount)
-        if entry[1] is not None:
-            raise DecodeError(entry[1])
-        return entry[0]
+        return _remembered(self._entries, self.size, key, compute)
+
+
+def _remembered(entries: dict[Hashable, tuple[Any, str | None, dict[str, int]]], size: int | None, key: Hashable,
+                compute: Callable[[], Any]) -> Any:
+    """:meth:`Memo.get` on ``entries`` (an OrderedDict when ``size`` is not None: at most
+    ``size`` kept, the oldest go first)."""
+    entry = entries.get(key)
+    if entry is None:
+        recorder = _Recorder(budget.current())
+        value, failure = None, None
+        with recorder.active():
+            try:
+                value = compute()
+            except DecodeError as exc:
+                failure = str(exc)
+        entry = (value, failure, recorder.record)
+        entries[key] = entry
+        if size is not None and len(entries) > size:
+            entries.popitem(last=False)  # type: ignore[call-arg]
+    else:
+        for kind, amount in entry[2].items():
+            budget.charge(kind, amount)
+    if entry[1] is not None:
+        raise DecodeError(entry[1])
+    return entry[0]
+
+
+def once_per_entry(key: Hashable, compute: Callable[[], Any]) -> Any:
+    """``compute()`` once per entry, as :meth:`Memo.get` (same failures, its charges made
+    again at every use), remembered by the entry's active budget (``Budget.memo``) for as
+    long as the entry is scored: what a long step text gives is decoded for the check and
+    reused for the failure record's display, never parsed twice. Without an active budget
+    it is computed each time."""
+    active = budget.current()
+    while isinstance(active, _Recorder):  # (inside a memo's computation: the entry's own budget)
+        active = active.outer
+    if active is None:
+        return compute()
+    return _remembered(active.memo, None, key, compute)
 
 
 def pair(items: Callable[[Any], Items]) -> Decoder:
@@ -165,8 +186,10 @@ def pair(items: Callable[[Any], Items]) -> Decoder:
     memo = Memo()
 
     def parsed(step: Any) -> Items:
-        if type(step) is str and len(step) <= CACHED_STEP_LENGTH:
-            return memo.get(step, lambda: items(step))
+        if type(step) is str:
+            if len(step) <= CACHED_STEP_LENGTH:
+                return memo.get(step, lambda: items(step))
+            return once_per_entry((memo, step), lambda: items(step))
         return items(step)
 
     def decode(step: Any) -> list[Call]:
