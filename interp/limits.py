@@ -138,8 +138,9 @@ ENTRY_BUDGETS["state_scan"] = 100_000_000
 #: of paths.
 ENTRY_BUDGETS["result_chars"] = 10_000_000
 #: Characters of text handed to libcst (step texts and call texts outside the fast
-#: parser's subset; at every use of a remembered parse), per entry. No real entry hands
-#: libcst anything (the real FC results and the ground truth replayed: 0). libcst takes
-#: seconds per MAX_LIBCST_SOURCE_LENGTH characters of such text, so a line of twenty such
-#: steps (inside every size and depth limit) took minutes; this allows two at the most.
+#: parser's subset; a text remembered across entries charges again at each use), per
+#: entry. No real entry hands libcst anything (the real FC results and the ground truth
+#: replayed: 0). libcst takes seconds per MAX_LIBCST_SOURCE_LENGTH characters of such
+#: text, so a line of twenty such steps (inside every size and depth limit) took minutes;
+#: this allows two at the most.
 ENTRY_BUDGETS["libcst_chars"] = 100_000

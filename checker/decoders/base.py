@@ -142,9 +142,10 @@ class Memo:
 
 
 def _remembered(entries: dict[Hashable, tuple[Any, str | None, dict[str, int]]], size: int | None, key: Hashable,
-                compute: Callable[[], Any]) -> Any:
+                compute: Callable[[], Any], replay: bool = True) -> Any:
     """:meth:`Memo.get` on ``entries`` (an OrderedDict when ``size`` is not None: at most
-    ``size`` kept, the oldest go first)."""
+    ``size`` kept, the oldest go first); without ``replay``, a remembered result charges
+    nothing again."""
     entry = entries.get(key)
     if entry is None:
         recorder = _Recorder(budget.current())
@@ -158,7 +159,7 @@ def _remembered(entries: dict[Hashable, tuple[Any, str | None, dict[str, int]]],
         entries[key] = entry
         if size is not None and len(entries) > size:
             entries.popitem(last=False)  # type: ignore[call-arg]
-    else:
+    elif replay:
         for kind, amount in entry[2].items():
             budget.charge(kind, amount)
     if entry[1] is not None:
@@ -167,17 +168,16 @@ def _remembered(entries: dict[Hashable, tuple[Any, str | None, dict[str, int]]],
 
 
 def once_per_entry(key: Hashable, compute: Callable[[], Any]) -> Any:
-    """``compute()`` once per entry, as :meth:`Memo.get` (same failures, its charges made
-    again at every use), remembered by the entry's active budget (``Budget.memo``) for as
-    long as the entry is scored: what a long step text gives is decoded for the check and
-    reused for the failure record's display, never parsed twice. Without an active budget
-    it is computed each time."""
+    """``compute()`` once per entry, as :meth:`Memo.get` (same failures), remembered by the
+    entry's active budget (``Budget.memo``) for as long as the entry is scored: a long
+    step text is decoded (and its work charged) once, for the check, and the failure
+    record's display reuses it. Without an active budget it is computed each time."""
     active = budget.current()
     while isinstance(active, _Recorder):  # (inside a memo's computation: the entry's own budget)
         active = active.outer
     if active is None:
         return compute()
-    return _remembered(active.memo, None, key, compute)
+    return _remembered(active.memo, None, key, compute, replay=False)
 
 
 def pair(items: Callable[[Any], Items]) -> Decoder:
