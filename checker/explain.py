@@ -9,7 +9,7 @@ the per-turn results are those it computed.
 
 from __future__ import annotations
 
-from bfcl_safe.interp.errors import BfclSafeError
+from bfcl_safe.interp.errors import BfclSafeError, BudgetExceeded
 
 import json
 from pathlib import Path
@@ -186,6 +186,8 @@ def explain_entry(
         decoded_turns: list[list[tuple[Any, list]] | None] = []
         if type(result) is list:
             decoded_turns = [decode_turn(turn, decoder) for turn in result]
+        # (shown here, in the boundary: a long step's display reuses its decode)
+        shown_turns = [[_shown_calls(raw, calls, decoder) for raw, calls in steps or []] for steps in decoded_turns]
     failure = boundary.failure
     if failure is not None:  # the entry's failure as the scorer writes it, told in one line
         if failure.error_type is ErrorType.RESOURCE_LIMIT:
@@ -204,9 +206,9 @@ def explain_entry(
         executed = trace[index] if index < len(trace) else None
         steps = decoded_turns[index] if index < len(decoded_turns) else None
         model_steps = []
-        for number, (raw, calls) in enumerate(steps or []):
+        for number in range(len(steps or [])):
             results = executed["model"][number] if executed is not None else None
-            model_steps.append({"calls": _shown_calls(raw, calls, decoder), "results": results})
+            model_steps.append({"calls": shown_turns[index][number], "results": results})
         truth_results = executed["ground_truth"] if executed is not None else None
         if valid or index < failing:
             status = "passed"
