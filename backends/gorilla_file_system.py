@@ -326,23 +326,29 @@ def _disk_size(directory: Directory) -> int:
     return total
 
 
-def _name_length(name: Any) -> int:
-    """Characters an item's name adds to a path."""
-    return len(name) if type(name) is str else len(str(name))
-
-
 #: (bound once: the recursive find calls it at every level without a module lookup)
 _scan = growth.scan
 
 
+#: Characters of paths ``find`` may build before it charges them (charged in batches:
+#: one charge per path would cost more than the walk).
+_PATHS_BATCH = 1 << 16
+
+
 def _find_under(directory: Directory, prefix: str, name: Any) -> list:
     """The paths under ``directory`` whose last part contains ``name``, pre-order, as the
-    reference's recursive ``find`` lists them."""
+    reference's recursive ``find`` lists them. Their characters are charged to
+    ``result_chars`` before they are built (at most _PATHS_BATCH ahead of the charge)."""
     matches = []
     prefixes = [prefix]  # prefixes[level]: the path of the directory walked at that level
+    pending = 0
     try:
         for level, item_name, item in _walk(directory):
-            growth.result_text(len(prefixes[level]) + 1 + _name_length(item_name))  # (before it is built)
+            named = len(item_name) if type(item_name) is str else len(str(item_name))
+            pending += len(prefixes[level]) + 1 + named
+            if pending > _PATHS_BATCH:
+                growth.result_text(pending)
+                pending = 0
             item_path = f"{prefixes[level]}/{item_name}"
             if name is None or name in item_name:
                 matches.append(item_path)
@@ -351,6 +357,8 @@ def _find_under(directory: Directory, prefix: str, name: Any) -> list:
                 prefixes.append(item_path)
     except _Cycle:
         raise _as_recursion_error(_find_recursive, directory) from None
+    if pending:
+        growth.result_text(pending)
     return matches
 
 

@@ -22,6 +22,9 @@ from bfcl_safe.interp.results import format_error, format_result
 from bfcl_safe.interp.table import MethodTable
 from bfcl_safe.interp.text import parse_call, python_syntax_error
 
+#: The budget (``limits.ENTRY_BUDGETS``) of result characters kept per entry.
+RESULT_CHARS = "result_chars"
+
 #: Names the reference refuses to call (checked on the outermost call only).
 DENYLIST = frozenset({"kill", "exit", "quit", "remove", "unlink", "popen", "Popen", "run"})
 
@@ -222,6 +225,9 @@ def run_step(calls: Sequence[Call] | Iterable[Call], table: MethodTable) -> list
     an entry that would keep more fails with the resource-limit type instead."""
     results = []
     active = budget.current()
+    # Budget.charge inline (a hot path) unless a subclass may count differently.
+    spent = active.spent if active is not None and type(active) is budget.Budget else None
+    limit = active.limits[RESULT_CHARS] if active is not None else 0
     for index, call in enumerate(calls):
         if index >= limits.MAX_CALLS_PER_STEP:
             result = format_error(RejectedInput(
@@ -229,7 +235,12 @@ def run_step(calls: Sequence[Call] | Iterable[Call], table: MethodTable) -> list
             ))
         else:
             result = run_call(call, table)
-        if active is not None:
-            active.charge("result_chars", len(result))
+        if spent is not None:
+            total = spent.get(RESULT_CHARS, 0) + len(result)
+            if total > limit:
+                raise BudgetExceeded(RESULT_CHARS, limit, total)
+            spent[RESULT_CHARS] = total
+        elif active is not None:
+            active.charge(RESULT_CHARS, len(result))
         results.append(result)
     return results
