@@ -49,7 +49,7 @@ SHARED_DEFAULT_ITEMS = "shared_default_items"
 STATE_SCAN = "state_scan"
 #: Characters of result strings kept per entry (``interp/execute.run_step``), and of the
 #: texts a tool builds for its result before it is one (``find``'s paths).
-RESULT_CHARS = "result_chars"
+RESULT_CHARS = _budget.RESULT_CHARS
 #: The interpreter's budget of values computed from model input (shared with it).
 COMPUTED_SIZE = "computed_size"
 

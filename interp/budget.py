@@ -19,6 +19,12 @@ from typing import Any, Callable, Mapping
 from bfcl_safe.interp.errors import BudgetExceeded
 from bfcl_safe.interp.limits import ENTRY_BUDGETS
 
+#: Budget kinds charged by the interpreter itself (keys of ``limits.ENTRY_BUDGETS``):
+#: result characters kept (``execute.run_step``) and characters handed to libcst
+#: (``cst_front.parse_with_libcst``, and the decoders' ``guard.check_libcst_input``).
+RESULT_CHARS = "result_chars"
+LIBCST_CHARS = "libcst_chars"
+
 _CURRENT: ContextVar["Budget | None"] = ContextVar("bfcl_safe_budget", default=None)
 
 

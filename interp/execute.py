@@ -13,6 +13,7 @@ import re
 from typing import Any, Iterable, Sequence
 
 from bfcl_safe.interp import budget, limits
+from bfcl_safe.interp.budget import RESULT_CHARS
 from bfcl_safe.interp.builtins import (
     NotComputable, binary_op, call_builtin, compare_op, is_builtin_name, make_slice, subscript, truth, unary_op,
 )
@@ -21,9 +22,6 @@ from bfcl_safe.interp.errors import BudgetExceeded, RejectedInput
 from bfcl_safe.interp.results import format_error, format_result
 from bfcl_safe.interp.table import MethodTable
 from bfcl_safe.interp.text import parse_call, python_syntax_error
-
-#: The budget (``limits.ENTRY_BUDGETS``) of result characters kept per entry.
-RESULT_CHARS = "result_chars"
 
 #: Names the reference refuses to call (checked on the outermost call only).
 DENYLIST = frozenset({"kill", "exit", "quit", "remove", "unlink", "popen", "Popen", "run"})

@@ -27,7 +27,7 @@ from click.testing import CliRunner
 from bfcl_safe.checker import boundary as boundary_module
 from bfcl_safe.checker import scoring
 from bfcl_safe.checker.boundary import EntryBoundary
-from bfcl_safe.checker.cli import main
+from bfcl_safe.cli import main
 from bfcl_safe.checker.errors import ErrorType
 from bfcl_safe.checker.replay import ground_truth_as_fc
 from bfcl_safe.checker.verdict import Verdict
@@ -100,7 +100,7 @@ def _limit_resources() -> None:
 
 def _evaluate_child(result_dir: Path, score_dir: Path) -> dict:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-    command = [sys.executable, "-m", "bfcl_safe.checker", "evaluate", "--result-dir", str(result_dir),
+    command = [sys.executable, "-m", "bfcl_safe", "evaluate", "--result-dir", str(result_dir),
                "--score-dir", str(score_dir), "--data", str(wheel()), "--partial-eval"]
     started = time.monotonic()
     try:
