@@ -156,7 +156,7 @@ def display_prompting(step: Any) -> list[str]:
         if len(step) <= CACHED_STEP_LENGTH:
             return list(_MEMO.get(step, lambda: tuple(_prompting_texts(step))))
         # Longer ones once per entry (decoded for the check, shown in the failure record).
-        return list(once_per_entry((_MEMO, step), lambda: tuple(_prompting_texts(step))))
+        return list(once_per_entry(_MEMO, step, lambda: tuple(_prompting_texts(step))))
     return _prompting_texts(step)
 
 
