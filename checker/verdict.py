@@ -37,7 +37,7 @@ from bfcl_safe.checker.decoders import DECODERS, DecodeError
 from bfcl_safe.checker.contract import category_of, is_long_context
 from bfcl_safe.checker.episode import Side
 from bfcl_safe.checker.errors import ErrorType
-from bfcl_safe.checker.results_io import shown_path
+from bfcl_safe.checker.inputs import shown_path
 from bfcl_safe.interp.errors import BudgetExceeded
 
 
