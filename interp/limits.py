@@ -171,3 +171,27 @@ ENTRY_BUDGETS["result_chars"] = 10_000_000
 #: text, so a line of twenty such steps (inside every size and depth limit) took minutes;
 #: this allows two at the most.
 ENTRY_BUDGETS["libcst_chars"] = 100_000
+
+# --------------------------------------------------------------------------- bfcl-safe serve
+# (integrations/serve.py: every HTTP request and WebSocket message is untrusted input)
+#: Largest HTTP request body and WebSocket message accepted, in bytes (a real step is a
+#: few KB; a result line at most 25 KB). A larger body is refused with 413 before it is
+#: read; a larger WebSocket message closes the connection (1009), never buffered whole.
+MAX_SERVE_BODY_BYTES = 1 << 20
+#: Deepest JSON nesting of a request or message, counted before it is parsed (real
+#: actions: under 10; a step's own arguments nest at most MAX_NESTING_DEPTH).
+MAX_SERVE_JSON_DEPTH = 128
+#: Most episodes (OpenEnv sessions) open at once; one more is refused (CAPACITY_REACHED).
+MAX_SERVE_SESSIONS = 64
+#: Most WebSocket connections open at once (sessions included); one more is refused at the
+#: handshake (HTTP 403), and HTTP requests past it get 503.
+MAX_SERVE_CONNECTIONS = 128
+#: Seconds a WebSocket session may stay without a message before it is closed and its
+#: episode dropped (idle expiry; OpenEnv's own reaper uses it for the sessions it keeps).
+SERVE_IDLE_SECONDS = 300
+#: Seconds one HTTP request body may take to arrive (a client sending a byte a second is
+#: cut off with 408).
+SERVE_REQUEST_SECONDS = 30
+#: Characters of actions one episode accepts in total (its steps' JSON); past it a step is
+#: refused (reset starts a new episode). Keeps a session's memory bounded whatever it sends.
+MAX_SERVE_EPISODE_INPUT_CHARS = 8_000_000
