@@ -327,7 +327,7 @@ class Episode:
     :meth:`from_entry`."""
 
     def __init__(self, entry: Mapping[str, Any], prompt: Mapping[str, Any], ground_truth: list[list[str]],
-                 model: Side, truth: Side):
+                 model: Side, truth: Side | None):
         self.entry = entry
         self.prompt = prompt
         self.ground_truth = ground_truth
@@ -383,6 +383,22 @@ class Episode:
             raise ArgumentError("entry", f"not a multi-turn dataset entry: {shown!r}"[:200]
                                 + f" ({type(exc).__name__})") from None
         return cls(entry, prompt, ground_truth, model, truth)
+
+    @classmethod
+    def for_inference(cls, entry: Mapping[str, Any], prompt: Mapping[str, Any], *, owner: str,
+                      long_context_data: Any = None) -> "Episode":
+        """An episode that only plays ``entry`` (``prompt`` its
+        :meth:`~bfcl_safe.checker.dataset.Dataset.prompt_entry`), as BFCL inference plays it
+        (``bfcl-safe generate``): the backends named as inference names them
+        (``{owner}_{id}_{class}_instance``), no ground truth and no checks (the turn
+        methods only advance; :meth:`check_turn` and :meth:`turn_outcome` raise
+        :class:`EpisodeError`). ``long_context_data``: the dataset's long-context data
+        or a loader of it, used for the long-context categories only."""
+        from bfcl_safe.checker.contract import category_of, is_long_context
+
+        long_context = is_long_context(category_of(entry["id"]))
+        model = Side.create(entry, owner=owner, long_context=long_context, long_context_data=long_context_data)
+        return cls(entry, prompt, [[] for _ in entry["question"]], model, None)
 
     # ------------------------------------------------------------------ views
 
@@ -646,13 +662,15 @@ class Episode:
     def _close_turn(self) -> None:
         if self._closed > self._turn:
             return
-        if self._failure is None:
+        if self._failure is None and self.truth is not None:
             self._failure = self._check(self._turn)
         self._closed = self._turn + 1
 
     def _check(self, turn: int) -> Verdict | None:
         """The scorer's checks of ``turn`` against the ground truth, the model's state and
         results as they are now."""
+        if self.truth is None:
+            raise EpisodeError(f"{self.id}: an inference episode has no ground truth to check against")
         while len(self._truth_results) <= turn:
             self._truth_results.append(self.truth.run(self.ground_truth[len(self._truth_results)]))
         execution_results = [{"model": [list(r) for r in self._results[i]],
@@ -689,7 +707,8 @@ class Episode:
 
     def _check_copy_depth(self, operation: str) -> None:
         limit = limits.MAX_EPISODE_COPY_DEPTH
-        if _nests_deeper(list(self.model.instances.values()) + list(self.truth.instances.values()), limit):
+        truth = list(self.truth.instances.values()) if self.truth is not None else []
+        if _nests_deeper(list(self.model.instances.values()) + truth, limit):
             raise EpisodeLimitError(operation, f"state nested deeper than {limit}")
 
     def restore(self, snapshot: Snapshot) -> None:

@@ -56,6 +56,19 @@ MAX_SCORE_SUMMARY_CHARS = 1 << 16
 #: Budgets (counted, below) are what bound an entry; this only catches what they miss.
 JOBS_ENTRY_GUARD_SECONDS = 600
 
+# --------------------------------------------------------------------------- generate's HTTP answers
+# (generate/client.py, generate/inference.py: the bounded exchange with an endpoint)
+#: Largest answer body read from an endpoint, in bytes after every content encoding is
+#: undone (a gzip bomb stops here, holding at most this much). Real chat completions are
+#: a few KB; one of 128k tokens of escaped text stays under 2 MB.
+MAX_ANSWER_BYTES = 16 << 20
+#: Deepest JSON nesting of an answer, counted before it is parsed (real answers: 6, with
+#: logprobs 7); deeper values would reach the result line (``usage``) or the chat.
+MAX_ANSWER_DEPTH = 32
+#: Most tool calls in one answer (real models make a few parallel calls, BFCL's ground
+#: truth at most 9 in a step); every call is re-sent with the chat on each later step.
+MAX_TOOL_CALLS_PER_ANSWER = 256
+
 # --------------------------------------------------------------------------- budgets
 #: Deterministic budgets per scored entry (both sides together) or per played episode,
 #: counted by :class:`bfcl_safe.interp.budget.Budget`, never timed. Exceeding one fails
@@ -84,6 +97,10 @@ ENTRY_BUDGETS["int_work"] = 2_000_000_000
 #: text, or its tool calls' names and argument texts), counted before the reply is
 #: decoded; real replies are a few hundred characters, an entry at most ~21 steps a turn.
 ENTRY_BUDGETS["generate_reply_characters"] = 20_000_000
+#: Tool calls the model's answers add to one ``bfcl-safe generate`` entry's chat (each is
+#: re-sent, as an SDK object, with every later request: the cost of a request grows with
+#: them). Real entries: at most a few hundred (21 steps a turn, a few calls a step).
+ENTRY_BUDGETS["generate_tool_calls"] = 5_000
 
 # Backends (``backends/growth.py``): state growth, charged before a tool stores anything.
 #: Characters of the strings (and digits of the ints) tools store in backend state, per

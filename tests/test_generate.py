@@ -630,8 +630,9 @@ def test_replies_past_the_budget_end_the_entry_with_the_budget_named(dataset):
     line = play_entry(dataset.entry(entry_id), dataset.prompt_entry(entry_id), ModelSpec("m", "prompting"), client,
                       templates=load_prompt_templates(dataset))
     assert client.calls == 1
+    # The whole message is charged: its text, plus one per value (the message, content, tool_calls).
     assert line["result"] == (f"Error during inference: resource budget {REPLY_BUDGET!r} exceeded: "
-                              f"{ENTRY_BUDGETS[REPLY_BUDGET] + 1:,} > {ENTRY_BUDGETS[REPLY_BUDGET]:,}")
+                              f"{ENTRY_BUDGETS[REPLY_BUDGET] + 4:,} > {ENTRY_BUDGETS[REPLY_BUDGET]:,}")
     assert line["traceback"].startswith("bfcl_safe.interp.errors.BudgetExceeded: ")
 
 
