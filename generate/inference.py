@@ -129,7 +129,12 @@ class InferenceError(BfclSafeError, RuntimeError):
 
 
 def _type_name(value: Any) -> str:
-    return "null" if value is None else type(value).__name__
+    """``value``'s kind as a result line's reason says it: ``null``, ``an int``, ``a dict``."""
+    if value is None:
+        return "null"
+    name = {"str": "string", "dict": "JSON object", "list": "JSON array"}.get(type(value).__name__,
+                                                                              type(value).__name__)
+    return ("an " if name[0] in "aeiou" else "a ") + name
 
 
 def _token_count(usage: Any, name: str) -> Any:
@@ -137,7 +142,7 @@ def _token_count(usage: Any, name: str) -> Any:
     be what BFCL writes: an int (or null)."""
     value = getattr(usage, name)
     if value is not None and (type(value) is not int or not -(2 ** 63) <= value < 2 ** 63):
-        raise InferenceError(f"the answer's usage.{name} is a {_type_name(value)}, not an int")
+        raise InferenceError(f"the answer's usage.{name} is {_type_name(value)}, not an int")
     return value
 
 
@@ -148,18 +153,18 @@ def _checked_step(step: Any, call_ids: list[Any], fc: bool) -> None:
         for index, call in enumerate(step):
             for name, arguments in call.items():
                 if type(name) is not str:
-                    raise InferenceError(f"the answer's tool call {index} has a name that is a "
+                    raise InferenceError(f"the answer's tool call {index} has a name that is "
                                          f"{_type_name(name)}, not a string")
                 if type(arguments) is not str:
-                    raise InferenceError(f"the answer's tool call {index} has arguments that are a "
+                    raise InferenceError(f"the answer's tool call {index} has arguments that are "
                                          f"{_type_name(arguments)}, not a string")
         for index, call_id in enumerate(call_ids):
             if call_id is not None and type(call_id) is not str:
-                raise InferenceError(f"the answer's tool call {index} has an id that is a "
+                raise InferenceError(f"the answer's tool call {index} has an id that is "
                                      f"{_type_name(call_id)}, not a string")
         budgets.charge(TOOL_CALL_BUDGET, len(step))
     elif step is not None and type(step) is not str:
-        raise InferenceError(f"the answer's content is a {_type_name(step)}, not a string")
+        raise InferenceError(f"the answer's content is {_type_name(step)}, not a string")
 
 
 def _fields(value: Any) -> list[Any]:
