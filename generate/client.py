@@ -127,9 +127,13 @@ def _time_left(timeout: float | None, error: type[Exception]) -> float:
 
 
 def _network() -> tuple[Any, Any]:
-    import httpcore
-    import httpx
-
+    try:
+        import httpcore
+        import httpx
+    except ImportError:
+        raise ClientUnavailable(
+            "bfcl-safe generate needs the httpx and httpcore packages: pip install 'bfcl-safe[generate]'"
+        ) from None
     return httpcore, httpx
 
 
