@@ -62,11 +62,11 @@ JOBS_ENTRY_GUARD_SECONDS = 600
 #: undone (a gzip bomb stops here, holding at most this much). Real chat completions are
 #: a few KB; one of 128k tokens of escaped text stays under 2 MB.
 MAX_ANSWER_BYTES = 16 << 20
-#: Deepest JSON nesting of an answer, counted before it is parsed (real answers: 6, with
-#: logprobs 7); deeper values would reach the result line (``usage``) or the chat.
+#: Deepest JSON nesting of an answer, counted before it is parsed (real answers: 7, with
+#: logprobs 9); deeper values would reach the result line (``usage``) or the chat.
 MAX_ANSWER_DEPTH = 32
-#: Most tool calls in one answer (real models make a few parallel calls, BFCL's ground
-#: truth at most 9 in a step); every call is re-sent with the chat on each later step.
+#: Most tool calls in one answer (real models make a few parallel calls; BFCL's ground
+#: truth has at most 34 in one turn); every call is re-sent with the chat on each later step.
 MAX_TOOL_CALLS_PER_ANSWER = 256
 
 # --------------------------------------------------------------------------- budgets
@@ -99,8 +99,9 @@ ENTRY_BUDGETS["int_work"] = 2_000_000_000
 ENTRY_BUDGETS["generate_reply_characters"] = 20_000_000
 #: Tool calls the model's answers add to one ``bfcl-safe generate`` entry's chat (each is
 #: re-sent, as an SDK object, with every later request: the cost of a request grows with
-#: them). Real entries: at most a few hundred (21 steps a turn, a few calls a step).
-ENTRY_BUDGETS["generate_tool_calls"] = 5_000
+#: them). Real entries: the ground truth has at most 35 calls an entry; a model repeating
+#: calls until the step limit makes 21 steps a turn.
+ENTRY_BUDGETS["generate_tool_calls"] = 2_000
 
 # Backends (``backends/growth.py``): state growth, charged before a tool stores anything.
 #: Characters of the strings (and digits of the ints) tools store in backend state, per

@@ -69,16 +69,25 @@ def _drip_headers() -> Iterator[bytes]:
 
 @functools.lru_cache(maxsize=1)
 def _bomb() -> bytes:
-    """1.2 GB of JSON text (a chat completion whose content is zeros) gzipped to ~1.2 MB."""
-    packer = zlib.compressobj(9, zlib.DEFLATED, zlib.MAX_WBITS | 16)
-    parts = [packer.compress(b'{"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": '
-                             b'{"role": "assistant", "content": "')]
-    block = b"0" * (1 << 20)
-    for _ in range(1200):
-        parts.append(packer.compress(block))
-    parts.append(packer.compress(b'"}}]}'))
-    parts.append(packer.flush())
-    return b"".join(parts)
+    """1.2 GB of JSON text (a chat completion whose content is zeros) gzipped to ~1.2 MB, a
+    valid gzip file. Made in a second: each 1 MB block is compressed after a full flush
+    (which resets the compressor's state), so every block after the first compresses to
+    the same bytes, computed once."""
+    prefix = (b'{"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": '
+              b'{"role": "assistant", "content": "')
+    suffix, block, blocks = b'"}}]}', b"0" * (1 << 20), 1200
+    packer = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+    first = packer.compress(prefix) + packer.compress(block) + packer.flush(zlib.Z_FULL_FLUSH)
+    repeated = packer.compress(block) + packer.flush(zlib.Z_FULL_FLUSH)
+    last = packer.compress(suffix) + packer.flush()
+    crc = zlib.crc32(prefix)
+    for _ in range(blocks):
+        crc = zlib.crc32(block, crc)
+    crc = zlib.crc32(suffix, crc)
+    size = len(prefix) + blocks * len(block) + len(suffix)
+    header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+    trailer = crc.to_bytes(4, "little") + (size % (1 << 32)).to_bytes(4, "little")
+    return header + first + repeated * (blocks - 1) + last + trailer
 
 
 def _gzip_bomb() -> Iterator[bytes]:
@@ -171,7 +180,7 @@ CASES: dict[str, tuple[Callable, str]] = {
         "resource budget 'generate_reply_characters' exceeded"),
     "tool_calls_5000": (_message(_calls(5000)),
                         f"the answer has 5,000 tool calls, more than {limits.MAX_TOOL_CALLS_PER_ANSWER:,}"),
-    "tool_calls_250_each_step": (_message(_calls(250)), "resource budget 'generate_tool_calls' exceeded"),
+    "tool_calls_100_each_step": (_message(_calls(100)), "resource budget 'generate_tool_calls' exceeded"),
     "usage_nested_400_levels": (_message(_with_usage(prompt_tokens=_nested(400))),
                                 f"the answer nests deeper than {limits.MAX_ANSWER_DEPTH} levels"),
     "usage_a_string": (_message(_with_usage(completion_tokens="twelve")),
@@ -233,7 +242,7 @@ def dataset():
 
 @pytest.mark.parametrize("hostile, reason", list(CASES.values()), ids=list(CASES))
 def test_a_hostile_answer_fails_its_entry_only(dataset, tmp_path, hostile, reason):
-    _bomb()  # made before the clock of any request starts (compressing 1.2 GB takes seconds)
+    _bomb()  # made (once) before the clock of any request starts
     script = EntryScript(dataset, dataset.ids(BASE), "fc", _policy(hostile))
     with ScriptedServer(script) as server:
         run = _run_capped([sys.executable, "-m", "bfcl_safe", "generate", "--model", MODEL, "--fc",
