@@ -164,6 +164,13 @@ def _call_field(**function):
     return build
 
 
+def _encoded(encoding: str, body: bytes) -> Callable[[], Iterator[bytes]]:
+    def stream() -> Iterator[bytes]:
+        yield _head(headers={"Content-Encoding": encoding, "Content-Length": str(len(body))})
+        yield body
+    return stream
+
+
 TIMED_OUT = "Request timed out."
 
 #: id -> (hostile policy, the reason the hostile entry's result line gives)
@@ -173,6 +180,9 @@ CASES: dict[str, tuple[Callable, str]] = {
     "gzip_bomb": (_raw(_gzip_bomb), TOO_LARGE),
     "body_600_mb": (_raw(_huge_body), TOO_LARGE),
     "endless_chunked_stream": (_raw(_endless_chunks), TOO_LARGE),
+    "brotli_not_asked_for": (_raw(_encoded("br", b"\x0b\x02\x80{}\x03")),
+                             "the answer uses the content encoding 'br', which was not asked for"),
+    "corrupt_gzip": (_raw(_encoded("gzip", b"\x1f\x8b\x08\x00garbage-garbage")), "the answer's gzip data is corrupt"),
     "content_40_mb_beside_one_call": (_message(_content_beside_a_call(40 << 20)), TOO_LARGE),
     # Under the answer size, but each step re-sends it: the entry's budget ends it.
     "content_12_mb_beside_one_call_each_step": (
@@ -284,3 +294,63 @@ def test_the_deadline_is_total_not_per_read(dataset, tmp_path):
     assert time.monotonic() - started < DRIP_SECONDS / 2
     (line,) = map(json.loads, result_path(tmp_path / "result", "hostile_model", BASE).read_text().splitlines())
     assert line["result"] == f"Error during inference: {TIMED_OUT}"
+
+
+# --------------------------------------------------------------------------- the body reader, in process
+
+
+def _gzip(data: bytes) -> bytes:
+    packer = zlib.compressobj(6, zlib.DEFLATED, zlib.MAX_WBITS | 16)
+    return packer.compress(data) + packer.flush()
+
+
+def _deflate(data: bytes, raw: bool) -> bytes:
+    packer = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS if raw else zlib.MAX_WBITS)
+    return packer.compress(data) + packer.flush()
+
+
+def _pieces(data: bytes, size: int = 7) -> list[bytes]:
+    return [data[i:i + size] for i in range(0, len(data), size)]
+
+
+BODY = json.dumps({"choices": [{"message": {"content": "é" * 300}}]}).encode()
+
+READ_CASES = {
+    "identity": ([], BODY),
+    "gzip": (["gzip"], _gzip(BODY)),
+    "x_gzip": (["x-gzip"], _gzip(BODY)),
+    "deflate_zlib": (["deflate"], _deflate(BODY, raw=False)),
+    "deflate_raw": (["deflate"], _deflate(BODY, raw=True)),
+    "gzip_then_deflate": (["gzip", "deflate"], _deflate(_gzip(BODY), raw=False)),
+}
+
+
+@pytest.mark.parametrize("encodings, data", list(READ_CASES.values()), ids=list(READ_CASES))
+def test_the_body_is_read_whole_through_its_encodings(encodings, data):
+    from bfcl_safe.generate.client import read_body
+
+    assert read_body(_pieces(data), encodings, len(BODY)) == BODY
+
+
+@pytest.mark.parametrize("encodings, data", list(READ_CASES.values()), ids=list(READ_CASES))
+def test_one_byte_past_the_limit_is_refused_in_every_encoding(encodings, data):
+    from bfcl_safe.generate.client import AnswerRefused, read_body
+
+    with pytest.raises(AnswerRefused, match="larger than"):
+        read_body(_pieces(data), encodings, len(BODY) - 1)
+
+
+def test_a_bomb_is_refused_after_reading_little_of_it():
+    from bfcl_safe.generate.client import AnswerRefused, read_body
+
+    bomb = _bomb()
+    consumed = []
+
+    def chunks():
+        for start in range(0, len(bomb), 1 << 12):
+            consumed.append(1 << 12)
+            yield bomb[start:start + (1 << 12)]
+
+    with pytest.raises(AnswerRefused, match="larger than 1,048,576 bytes"):
+        read_body(chunks(), ["gzip"], 1 << 20)
+    assert sum(consumed) < 64 << 10  # 1 MB inflated from a few KB; the other 1.2 MB never read
