@@ -40,9 +40,9 @@ from typing import Any, Callable, Mapping, Sequence
 import attrs
 
 from bfcl_safe.checker import openai_format
-from bfcl_safe.checker.decoders import DecodeError, decode_step, DECODERS
+from bfcl_safe.checker.decoders import DECODERS
 from bfcl_safe.checker.episode import MAXIMUM_STEP_LIMIT
-from bfcl_safe.checker.play import Episode, TurnEnd
+from bfcl_safe.checker.play import Episode, StepResult, TurnEnd
 from bfcl_safe.generate.prompting import fc_decode_error, prompting_decode_error, system_prompt, with_system_prompt
 from bfcl_safe.interp import budget as budgets
 from bfcl_safe.interp.errors import BfclSafeError, BudgetExceeded
@@ -202,22 +202,6 @@ def answer_size(message: Any) -> int:
     return size
 
 
-def decode_reply(step: Any, mode: str) -> tuple[list[str], list[Any]] | str:
-    """``(texts, calls)`` of a model step as BFCL decodes it (``texts`` the call texts
-    its log shows), or the text of BFCL's decoding error."""
-    decoder = "fc" if mode == "fc" else "prompting"
-    try:
-        texts = DECODERS[decoder][1](step)
-        calls = decode_step(step, decoder)
-    except BudgetExceeded:
-        raise  # the entry's budget, not the step's decoding: it ends the entry
-    except (DecodeError, BfclSafeError, ValueError, TypeError, AttributeError, KeyError, IndexError,
-            RecursionError) as exc:
-        reason = fc_decode_error(step) if mode == "fc" else prompting_decode_error(step)
-        return reason if reason is not None else str(exc)
-    return list(texts), list(calls)
-
-
 def play_entry(
     entry: Mapping[str, Any],
     prompt: Mapping[str, Any],
@@ -266,6 +250,26 @@ def _abort_reason(episode: Episode) -> Exception:
     message = verdict.error_message
     text = "; ".join(map(str, message)) if isinstance(message, list) else str(message)
     return InferenceError(text)
+
+
+def play_step(episode: Episode, step: Any, decoder: str) -> tuple[StepResult, list[dict]]:
+    """Run one model ``step`` (as the result line holds it) on the episode; its result and
+    the handler-log entries BFCL writes for it: the decoded call texts (and, for a step
+    with no call, the empty-response note), or BFCL's decoding-error text. An episode
+    that aborts (a budget, a step bfcl-safe could not run) raises the entry's error."""
+    result = episode.step(step, decoder=decoder)
+    if result.ended in (TurnEnd.RESOURCE_LIMIT, TurnEnd.INTERNAL_ERROR):
+        raise _abort_reason(episode)
+    if result.ended is TurnEnd.UNDECODABLE:
+        reason = fc_decode_error(step) if decoder == "fc" else prompting_decode_error(step)
+        return result, [{"role": "handler_log", "content": UNDECODABLE,
+                         "error": reason if reason is not None else result.decode_error}]
+    if result.ended is TurnEnd.NO_CALLS:
+        texts = _display(step, decoder)
+        return result, [{"role": "handler_log", "content": DECODED, "model_response_decoded": texts},
+                        {"role": "handler_log", "content": EMPTY, "model_response_decoded": texts}]
+    texts = [call.call for call in result.calls]
+    return result, [{"role": "handler_log", "content": DECODED, "model_response_decoded": texts}]
 
 
 def _play(entry: Mapping[str, Any], prompt: Mapping[str, Any], model: ModelSpec, client: Completion,
@@ -331,21 +335,10 @@ def _play(entry: Mapping[str, Any], prompt: Mapping[str, Any], model: ModelSpec,
             turn_responses.append(step)
             step_log.append({"role": "assistant", "content": step})
 
-            result = episode.step(step, decoder=decoder)
-            if result.ended in (TurnEnd.RESOURCE_LIMIT, TurnEnd.INTERNAL_ERROR):
-                raise _abort_reason(episode)
-            if result.ended is TurnEnd.UNDECODABLE:
-                reason = fc_decode_error(step) if fc else prompting_decode_error(step)
-                step_log.append({"role": "handler_log", "content": UNDECODABLE,
-                                 "error": reason if reason is not None else result.decode_error})
+            result, handler_log = play_step(episode, step, decoder)
+            step_log.extend(handler_log)
+            if result.ended in (TurnEnd.UNDECODABLE, TurnEnd.NO_CALLS):
                 break
-            if result.ended is TurnEnd.NO_CALLS:
-                texts = _display(step, decoder)
-                step_log.append({"role": "handler_log", "content": DECODED, "model_response_decoded": texts})
-                step_log.append({"role": "handler_log", "content": EMPTY, "model_response_decoded": texts})
-                break
-            texts = [call.call for call in result.calls]
-            step_log.append({"role": "handler_log", "content": DECODED, "model_response_decoded": texts})
             if fc:
                 messages.extend(openai_format.tool_messages(result.results, call_ids))
             else:

@@ -22,7 +22,7 @@ import pytest
 
 from bfcl_safe.cli import main
 from bfcl_safe.generate.client import RetryPolicy
-from bfcl_safe.generate.inference import decode_reply, serializable
+from bfcl_safe.generate.inference import serializable
 from bfcl_safe.generate.prompting import (
     PromptTemplateError, load_prompt_templates, parse_prompt_templates, system_prompt, with_system_prompt,
 )
@@ -30,7 +30,7 @@ from bfcl_safe.generate.results import ResultFileError, ResultWriter, existing_i
 from bfcl_safe.generate.run import GenerateError, plan_run, resolve_model
 from tests.checker_support import dataset as load_dataset
 from tests.generate_support import (
-    first_difference, result_lines, run_ours, run_reference, without_volatile,
+    first_difference, logged_decoding, result_lines, run_ours, run_reference, without_volatile,
 )
 from tests.refenv import import_reference
 from tests.scripted_server import (
@@ -130,8 +130,7 @@ def _reference_outcome(function, step):
 
 
 def _our_outcome(step, mode):
-    decoded = decode_reply(step, mode)
-    return ("error", decoded) if isinstance(decoded, str) else ("ok", decoded[0])
+    return logged_decoding(step, mode)
 
 
 @pytest.mark.parametrize("step", list(PROMPTING_STEPS.values()), ids=list(PROMPTING_STEPS))
