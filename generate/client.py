@@ -233,6 +233,15 @@ def _encodings(headers: Iterable[tuple[bytes, bytes]]) -> list[str]:
     return out
 
 
+def _announced(headers: Iterable[tuple[bytes, bytes]]) -> int:
+    """The ``Content-Length`` an answer announces (0 when none, or not a number)."""
+    for name, value in headers:
+        if name.lower() == b"content-length":
+            text = value.decode("latin-1").strip()
+            return int(text) if text.isdigit() and len(text) < 20 else 0
+    return 0
+
+
 def read_body(chunks: Iterable[bytes], encodings: list[str], limit: int) -> bytes:
     """The body of an answer from its raw ``chunks``, every encoding undone, at most
     ``limit`` bytes after decompression (:class:`AnswerRefused` past it). Holds the
@@ -305,10 +314,10 @@ def make_transport(base_url: str, *, max_bytes: int | None = None, deadline: flo
         def __init__(self) -> None:
             self.deadline = deadline
             self.max_bytes = limit
+            options: dict[str, Any] = {"proxy": httpcore.Proxy(url=proxy_url)} if proxy_url else {}
             self._pool = httpcore.ConnectionPool(
                 ssl_context=httpx.create_ssl_context(), max_connections=1000, max_keepalive_connections=100,
-                keepalive_expiry=5.0, network_backend=_deadline_backend(),
-                proxy=httpcore.Proxy(url=proxy_url) if proxy_url else None)
+                keepalive_expiry=5.0, network_backend=_deadline_backend(), **options)
 
         def handle_request(self, request: Any) -> Any:
             headers = [(name, value) for name, value in request.headers.raw if name.lower() != b"accept-encoding"]
@@ -323,7 +332,10 @@ def make_transport(base_url: str, *, max_bytes: int | None = None, deadline: flo
                 with _mapped_errors():
                     response = self._pool.handle_request(core_request)
                     try:
-                        body = read_body(response.stream, _encodings(response.headers), self.max_bytes)
+                        encodings = _encodings(response.headers)
+                        if not encodings and _announced(response.headers) > self.max_bytes:
+                            raise AnswerRefused(too_large(self.max_bytes))
+                        body = read_body(response.stream, encodings, self.max_bytes)
                     finally:
                         response.close()
             finally:

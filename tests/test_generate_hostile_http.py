@@ -354,3 +354,19 @@ def test_a_bomb_is_refused_after_reading_little_of_it():
     with pytest.raises(AnswerRefused, match="larger than 1,048,576 bytes"):
         read_body(chunks(), ["gzip"], 1 << 20)
     assert sum(consumed) < 64 << 10  # 1 MB inflated from a few KB; the other 1.2 MB never read
+
+
+def test_the_environment_proxy_is_used_bounded_and_no_proxy_honoured(monkeypatch):
+    """The bounded transport is the only way out: it takes the environment's proxy itself
+    (httpx's own proxy transports, unbounded, are not mounted)."""
+    from bfcl_safe.generate.client import _environment_proxy
+
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "all_proxy",
+                 "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    assert _environment_proxy("http://model.example:8000/v1") is None
+    monkeypatch.setenv("http_proxy", "http://proxy.example:3128")
+    monkeypatch.setenv("no_proxy", "localhost,127.0.0.1")
+    assert _environment_proxy("http://model.example:8000/v1") == "http://proxy.example:3128"
+    assert _environment_proxy("https://model.example/v1") is None
+    assert _environment_proxy("http://127.0.0.1:8000/v1") is None
