@@ -646,3 +646,24 @@ def test_replies_within_the_budget_add_up_per_entry(dataset):
                       templates=load_prompt_templates(dataset))
     assert client.calls == 3
     assert REPLY_BUDGET in line["result"]
+
+
+def test_an_inference_episode_plays_without_ground_truth(dataset):
+    """generate's episode (Episode.for_inference): instances named as BFCL inference names
+    them, turns advance without checks, and asking for a verdict is a documented error."""
+    from bfcl_safe.checker.episode import EpisodeError
+    from bfcl_safe.checker.play import Episode, TurnEnd
+
+    entry_id = f"{BASE}_0"
+    episode = Episode.for_inference(dataset.entry(entry_id), dataset.prompt_entry(entry_id), owner="my_model")
+    assert episode.model.table is not None and episode.truth is None
+    assert episode.turn_count == len(dataset.entry(entry_id)["question"])
+    step = episode.step([{"pwd": "{}"}], decoder="fc")
+    assert step.ended is None and len(step.calls) == 1
+    assert episode.step([], decoder="fc").ended is TurnEnd.NO_CALLS
+    with pytest.raises(EpisodeError, match="no ground truth"):
+        episode.check_turn()
+    turns = 1
+    while episode.next_turn():
+        turns += 1
+    assert turns == episode.turn_count and episode.done
