@@ -31,7 +31,8 @@ MAX_TREE_ENTRIES = 100_000
 #: at the depth an iterative walk first reaches it: a directory chain counts about one
 #: level per directory) that the play API copies (``Episode.snapshot``) or pickles: both
 #: recurse on the Python stack and overflow it for a directory chain ~140 deep; real
-#: states nest under 20. Past it those two refuse with ``EpisodeLimitError``.
+#: states nest under 20. Past it those two refuse with ``EpisodeLimitError``. Also the
+#: deepest entry of a caller's the play API accepts (real entries: 12; ``ArgumentError``).
 MAX_EPISODE_COPY_DEPTH = 100
 
 # --------------------------------------------------------------------------- result trees
