@@ -40,7 +40,6 @@ An error left after the retries propagates: the entry's result becomes
 from __future__ import annotations
 
 import contextlib
-import json
 import random
 import threading
 import time
@@ -360,7 +359,7 @@ def check_answer(body: bytes) -> None:
     the number of tool calls of its first choice (:class:`AnswerRefused`). A body that
     is not JSON, or not shaped like a chat completion, is left to the SDK (it fails as
     BFCL's handler fails on it)."""
-    from bfcl_safe.checker.results_io import deeper_than
+    from bfcl_safe.checker.codec import deeper_than, loads_json
 
     try:
         text = body.decode("utf-8")
@@ -369,7 +368,7 @@ def check_answer(body: bytes) -> None:
     if deeper_than(text, limits.MAX_ANSWER_DEPTH):
         raise AnswerRefused(f"the answer nests deeper than {limits.MAX_ANSWER_DEPTH} levels")
     try:
-        answer = json.loads(text)
+        answer = loads_json(text)  # (the depth is bounded above; the SDK parses it again)
     except (ValueError, RecursionError):
         return
     choices = answer.get("choices") if isinstance(answer, dict) else None
