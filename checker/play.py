@@ -552,9 +552,10 @@ class Episode:
         self._setup(entry, prompt, ground_truth, model, truth)
 
     def _setup(self, entry: Mapping[str, Any], prompt: Mapping[str, Any], ground_truth: list[list[str]],
-               model: Side, truth: Side) -> None:
+               model: Side, truth: Side | None) -> None:
         """The fields of a new episode, from arguments already checked (:meth:`from_entry`:
-        the dataset's own entry, or the caller's checked and copied)."""
+        the dataset's own entry, or the caller's checked and copied; :meth:`for_inference`:
+        no ground truth, ``truth`` None)."""
         self.entry = entry
         self.prompt = prompt
         self.ground_truth = ground_truth
@@ -632,6 +633,24 @@ class Episode:
                                 f"({type(exc).__name__}: {str(exc)[:200]})") from None
         episode = cls.__new__(cls)
         episode._setup(entry, prompt, ground_truth, model, truth)
+        return episode
+
+    @classmethod
+    def for_inference(cls, entry: Mapping[str, Any], prompt: Mapping[str, Any], *, owner: str,
+                      long_context_data: Any = None) -> "Episode":
+        """An episode that only plays ``entry`` (``prompt`` its
+        :meth:`~bfcl_safe.checker.dataset.Dataset.prompt_entry`), as BFCL inference plays it
+        (``bfcl-safe generate``): the backends named as inference names them
+        (``{owner}_{id}_{class}_instance``), no ground truth and no checks (the turn
+        methods only advance; :meth:`check_turn` and :meth:`turn_outcome` raise
+        :class:`EpisodeError`). ``long_context_data``: the dataset's long-context data
+        or a loader of it, used for the long-context categories only."""
+        from bfcl_safe.checker.contract import category_of, is_long_context
+
+        long_context = is_long_context(category_of(entry["id"]))
+        model = Side.create(entry, owner=owner, long_context=long_context, long_context_data=long_context_data)
+        episode = cls.__new__(cls)
+        episode._setup(entry, prompt, [[] for _ in entry["question"]], model, None)
         return episode
 
     # ------------------------------------------------------------------ views
@@ -983,13 +1002,15 @@ class Episode:
     def _close_turn(self) -> None:
         if self._closed > self._turn:
             return
-        if self._failure is None:
+        if self._failure is None and self.truth is not None:
             self._failure = self._check(self._turn)
         self._closed = self._turn + 1
 
     def _check(self, turn: int) -> Verdict | None:
         """The scorer's checks of ``turn`` against the ground truth, the model's state and
         results as they are now."""
+        if self.truth is None:
+            raise EpisodeError(f"{self.id}: an inference episode has no ground truth to check against")
         while len(self._truth_results) <= turn:
             self._truth_results.append(self.truth.run(self.ground_truth[len(self._truth_results)]))
         execution_results = [{"model": [list(r) for r in self._results[i]],
@@ -1021,7 +1042,8 @@ class Episode:
 
     def _check_copy_depth(self, operation: str) -> None:
         limit = limits.MAX_EPISODE_COPY_DEPTH
-        if _nests_deeper(list(self.model.instances.values()) + list(self.truth.instances.values()), limit):
+        truth = list(self.truth.instances.values()) if self.truth is not None else []
+        if _nests_deeper(list(self.model.instances.values()) + truth, limit):
             raise EpisodeLimitError(operation, f"state nested deeper than {limit}")
 
     def restore(self, snapshot: Snapshot) -> None:

@@ -83,6 +83,19 @@ MAX_FOLDER_NAME_BYTES = 255
 #: Budgets (counted, below) are what bound an entry; this only catches what they miss.
 JOBS_ENTRY_GUARD_SECONDS = 600
 
+# --------------------------------------------------------------------------- generate's HTTP answers
+# (generate/client.py, generate/inference.py: the bounded exchange with an endpoint)
+#: Largest answer body read from an endpoint, in bytes after every content encoding is
+#: undone (a gzip bomb stops here, holding at most this much). Real chat completions are
+#: a few KB; one of 128k tokens of escaped text stays under 2 MB.
+MAX_ANSWER_BYTES = 16 << 20
+#: Deepest JSON nesting of an answer, counted before it is parsed (real answers: 7, with
+#: logprobs 9); deeper values would reach the result line (``usage``) or the chat.
+MAX_ANSWER_DEPTH = 32
+#: Most tool calls in one answer (real models make a few parallel calls; BFCL's ground
+#: truth has at most 34 in one turn); every call is re-sent with the chat on each later step.
+MAX_TOOL_CALLS_PER_ANSWER = 256
+
 # --------------------------------------------------------------------------- budgets
 #: Deterministic budgets per scored entry (both sides together) or per played episode,
 #: counted by :class:`bfcl_safe.interp.budget.Budget`, never timed. Exceeding one fails
@@ -107,10 +120,18 @@ ENTRY_BUDGETS["computed_int_digits"] = 10_000_000
 #: limbs (CPython's division is quadratic: 10**9 is about 1.5 s), summed per entry; one
 #: operation past it is refused on its own.
 ENTRY_BUDGETS["int_work"] = 2_000_000_000
-#: Characters of the model's replies in one ``bfcl-safe generate`` entry (each reply's
-#: text, or its tool calls' names and argument texts), counted before the reply is
-#: decoded; real replies are a few hundred characters, an entry at most ~21 steps a turn.
+#: Characters of everything the model's answers add to one ``bfcl-safe generate``
+#: entry's chat (re-sent with every later request): every string of the assistant message
+#: (content, reasoning, tool-call ids, names, argument texts) plus one per value, counted
+#: before the step is decoded; real replies are a few hundred characters, an entry at
+#: most ~21 steps a turn.
 ENTRY_BUDGETS["generate_reply_characters"] = 20_000_000
+#: Tool calls the model's answers add to one ``bfcl-safe generate`` entry's chat (each is
+#: re-sent, as an SDK object, with every later request: the SDK spends ~3 ms on each call
+#: in each request, so 100 calls a step for 20 steps cost a minute). Real entries: the
+#: ground truth has at most 35 calls an entry; a model repeating one call until the step
+#: limit makes 21 a turn.
+ENTRY_BUDGETS["generate_tool_calls"] = 1_000
 
 # Backends (``backends/growth.py``): state growth, charged before a tool stores anything.
 #: Characters of the strings (and digits of the ints) tools store in backend state, per
