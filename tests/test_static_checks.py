@@ -32,3 +32,11 @@ def test_mypy_is_strict_on_the_interpreter_and_ruff_has_a_stated_rule_set() -> N
     assert set(tool["ruff"]["lint"]["select"]) >= {"E", "F", "I", "B"}
     run = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert ".ci/typecheck" in run and "ruff check" in run and "-n 2" in run
+
+
+def test_every_version_sensitive_file_exists() -> None:
+    """A renamed or removed test file would silently leave the other Pythons' run."""
+    from tests.conftest import VERSION_SENSITIVE_FILES
+
+    missing = sorted(name for name in VERSION_SENSITIVE_FILES if not (ROOT / "tests" / name).is_file())
+    assert missing == []
