@@ -40,6 +40,7 @@ from typing import Any, Callable, Mapping
 import attrs
 
 from bfcl_safe.checker import openai_format
+from bfcl_safe.checker.boundary import EntryBoundary
 from bfcl_safe.checker.decoders import DECODERS
 from bfcl_safe.checker.episode import MAXIMUM_STEP_LIMIT
 from bfcl_safe.checker.play import Episode, StepResult, TurnEnd
@@ -220,12 +221,14 @@ def play_entry(
     """
     if model.mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, not {model.mode!r}")
-    budget = budgets.Budget()
-    try:
-        with budget.active():
-            result, metadata = _play(entry, prompt, model, client, templates, long_context_data, exclude_state_log,
-                                     include_input_log, budget=budget)
-    except Exception as exc:  # noqa: BLE001 - BFCL's per-entry boundary: the error becomes the result
+    # The one per-entry fault boundary (checker/boundary.py); what escapes becomes BFCL's
+    # inference-error line for this entry, as the reference writes it, and the run goes on.
+    boundary = EntryBoundary("play this entry", budget=budgets.Budget())
+    with boundary:
+        result, metadata = _play(entry, prompt, model, client, templates, long_context_data, exclude_state_log,
+                                 include_input_log, budget=boundary.budget)
+    exc = boundary.exception
+    if exc is not None:
         return {"id": entry["id"], "result": f"Error during inference: {exc}",
                 "traceback": f"{type(exc).__module__}.{type(exc).__qualname__}: {exc}"}
     return {"id": entry["id"], "result": result, **metadata}
