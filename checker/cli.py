@@ -13,9 +13,10 @@ Every string a model or a file controls is passed through
 included (a path quoted in a usage error).
 
 Exit statuses: 0 scoring completed (whatever the accuracy); 1 could not score (bad
-path, no dataset, unreadable layout); 2 usage error (click); 3 scoring completed but
-some result files were refused and not scored (e.g. entries missing without
-``--partial-eval``); 70 internal error; 130 interrupted.
+path, no dataset, unreadable layout); 2 usage error (click); 3 the run is not one
+``bfcl evaluate`` would accept (entries missing without ``--partial-eval``: that file
+is not scored and no CSV is written; a duplicate id: the first occurrence is scored) or
+a score file or the CSVs could not be written; 70 internal error; 130 interrupted.
 """
 
 from __future__ import annotations
@@ -151,7 +152,7 @@ def _interrupted_message() -> str:
              + (f" ({_listed(done)})" if done else "")]
     if not_done:
         parts.append(f"not written: {_listed(not_done)}")
-    parts.append("data_multi_turn.csv not updated; run the command again to score everything")
+    parts.append("leaderboard CSVs not updated; run the command again to score everything")
     return shown("; ".join(parts))
 
 
@@ -327,7 +328,7 @@ def _print_table(scores: Sequence[Any], turn_credit: dict[int, float | None] | N
 
 
 def _turn_credit(scores: Sequence[Any], dataset: Dataset) -> dict[int, float | None]:
-    from bfcl_safe.checker.scores import turn_accuracy
+    from bfcl_safe.checker.leaderboard import turn_accuracy
 
     def turns(entry_id: Any) -> int | None:
         try:
@@ -451,8 +452,9 @@ def _score(plan: Plan, options: Any, dataset: Dataset, *, partial_credit_column:
     scores = list(run)
     _print_table(scores + list(run.refused), _turn_credit(scores, dataset) if partial_credit_column else None)
     entries = sum(s.total for s in scores)
-    where = f"Score files and data_multi_turn.csv are in {shown(plan.score_dir)}" if run.csv_path is not None else \
-        f"Score files are in {shown(plan.score_dir)}; data_multi_turn.csv was NOT written (see above)"
+    where = f"Score files and the six leaderboard CSVs (data_overall.csv, ...) are in {shown(plan.score_dir)}" \
+        if run.csv_path is not None else \
+        f"Score files are in {shown(plan.score_dir)}; the leaderboard CSVs were NOT written (see above)"
     click.echo(f"\nScored {entries} entries in {elapsed:.1f}s. {where}")
 
     if options.partial and scores:
@@ -463,7 +465,7 @@ def _score(plan: Plan, options: Any, dataset: Dataset, *, partial_credit_column:
         click.echo("Non-official failures (see SECURITY.md): "
                    + ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items())), err=True)
     if run.foreign_score_files:
-        click.echo(f"data_multi_turn.csv also includes {len(run.foreign_score_files)} score file(s) this run did "
+        click.echo(f"The leaderboard CSVs also include {len(run.foreign_score_files)} score file(s) this run did "
                    "not write (earlier runs or other models; listed above)", err=True)
     problems = []
     if run.refused:
@@ -477,6 +479,10 @@ def _score(plan: Plan, options: Any, dataset: Dataset, *, partial_credit_column:
                         + ", ".join(f"{s.model}/{s.category}" for s in not_scored))
     for problem in problems:
         click.echo(f"Not scored: {shown(problem)}", err=True)
+    if run.duplicates:
+        files_with = sorted({shown(path) for path, _ in run.duplicates})
+        click.echo(f"Duplicate ids: {len(run.duplicates)} (bfcl evaluate refuses such a file; the first occurrence "
+                   f"was scored; exit status 3) in: " + ", ".join(files_with), err=True)
     return 0 if run.ok else EXIT_NOT_ALL_SCORED
 
 
@@ -512,9 +518,12 @@ def _existing_dir(path: Path, flag: str) -> Path:
     return path
 
 
-@main.command(epilog="Exit status: 0 scoring completed (whatever the accuracy); 1 could not score; 2 usage "
-                     "error; 3 some result files refused (entries missing) or score files not written; "
-                     "70 internal error; 130 interrupted.")
+@main.command(epilog="Exit status: 0 every result file scored and the six leaderboard CSVs written (whatever "
+                     "the accuracy); 1 could not score; 2 usage error; 3 the run is not what bfcl evaluate would "
+                     "accept: a result file lacks entries without --partial-eval (that file is not scored and "
+                     "no CSV is written, as bfcl evaluate writes none), a result file holds a duplicate id (the "
+                     "first occurrence is scored, the CSVs are written), or a score file or the CSVs could not "
+                     "be written; 70 internal error; 130 interrupted.")
 @click.option("--model", "models", multiple=True, metavar="NAME",
               help="Score only this model (repeatable, or comma-separated): a registry name like "
                    "openai/gpt-oss-120b or its folder name openai_gpt-oss-120b. Default: every model folder.")
@@ -523,11 +532,12 @@ def _existing_dir(path: Path, flag: str) -> Path:
                    "comma-separated). Other BFCL categories are accepted and skipped with a notice.")
 @_result_dir_option
 @click.option("--score-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Where score files and data_multi_turn.csv are written (default: score/ beside the "
+              help="Where score files and the six leaderboard CSVs are written (default: score/ beside the "
                    "default result dir; relative paths likewise).")
 @click.option("--partial-eval", "--partial", "partial_eval", is_flag=True,
               help="Score only the entries present in each result file (as bfcl's --partial-eval). Without it, "
-                   "a file that lacks entries is not scored, as in BFCL, and the exit status is 3.")
+                   "a file that lacks entries is not scored, no leaderboard CSV is written (as in BFCL) and the "
+                   "exit status is 3.")
 @_data_option
 @click.option("--jobs", "-j", default=1, show_default=True, type=click.IntRange(1, 256),
               help="Processes to score in: this one and N-1 forked from it (worth it on "

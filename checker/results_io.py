@@ -54,6 +54,7 @@ from typing import Any, Iterable, Iterator, NamedTuple
 
 from bfcl_safe.checker.contract import ENTRY_ID, MULTI_TURN_CATEGORIES, MULTI_TURN_GROUP, VERSION_PREFIX
 from bfcl_safe.checker.scores import Piece, loads_result_line
+from bfcl_safe.checker.terminal import shown as terminal_shown
 from bfcl_safe.interp.errors import BfclSafeError
 from bfcl_safe.interp.limits import (
     MAX_RESULT_FILE_BYTES,
@@ -108,15 +109,13 @@ class Discovery(NamedTuple):
 
 
 _SURROGATE = re.compile(r"\\udc([89a-f][0-9a-f])")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def shown_path(path: Any) -> str:
-    """A path as one line of text: control characters escaped visibly, undecodable bytes
-    of a non-UTF-8 name as ``\\xNN``."""
-    text = os.fsdecode(path) if isinstance(path, (bytes, os.PathLike)) else str(path)
-    text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+    """A path as one line of text, through the one cell rule (:func:`terminal.shown`):
+    control and bidi characters escaped visibly, undecodable bytes of a non-UTF-8 name
+    as ``\\xNN``."""
+    return terminal_shown(path)
 
 
 def shown(value: Any) -> str:

@@ -52,7 +52,8 @@ from bfcl_safe.checker.results_io import (
     shown,
     shown_path,
 )
-from bfcl_safe.checker.scores import ScoreFileWriter, write_leaderboard_csv
+from bfcl_safe.checker.leaderboard import CSV_FILES, MULTI_TURN_CSV, Usage, write_leaderboard
+from bfcl_safe.checker.scores import ScoreFileWriter
 from bfcl_safe.checker.scoring import (
     SKIPPED,
     UNKNOWN,
@@ -131,11 +132,17 @@ class ScoreRun(list):
         self.unwritten: list[str] = []
         self.foreign_score_files: list[Path] = []
         self.failed_entries: list[tuple[Path, str, str]] = []
+        #: ``(path, id)`` of every id found more than once in a result file.
+        self.duplicates: list[tuple[Path, str]] = []
+        #: Per model folder, the numbers of its result lines for cost and latency.
+        self.usage: dict[str, Usage] = {}
+        #: The six leaderboard CSVs written (none when a file was refused or writing failed).
+        self.csv_paths: list[Path] = []
         self.csv_path: Path | None = None
 
     @property
     def ok(self) -> bool:
-        return not self.refused and not self.unwritten and self.csv_path is not None
+        return not self.refused and not self.unwritten and not self.duplicates and self.csv_path is not None
 
 
 #: The name the command line looks up (``discover`` under the name it was first given).
@@ -253,19 +260,24 @@ def score_tree(
                 if score.score_path is not None:
                     written.add(score.score_path)
     models = list(dict.fromkeys(result_file.model for result_file in files))
-    if run or run.refused:
+    if run.refused:
+        # As bfcl evaluate, which stops there: no leaderboard from a run that left files
+        # unscored (it would mix this run's scores with older score files of those).
+        report(f"leaderboard CSVs not written: {len(run.refused)} result file(s) not scored (entries missing)")
+    elif run:
         try:
             included: list[Path] = []
-            run.csv_path = write_leaderboard_csv(score_dir, dataset, first_models=models,
-                                                 display_names=dict(options.display_names),
-                                                 partial_credit=options.partial_credit, report=report,
-                                                 included=included)
+            run.csv_paths = write_leaderboard(score_dir, dataset, usage=run.usage, first_models=models,
+                                              display_names=dict(options.display_names),
+                                              partial_credit=options.partial_credit, report=report,
+                                              included=included)
+            run.csv_path = run.csv_paths[CSV_FILES.index(MULTI_TURN_CSV)]
         except (BfclSafeError, OSError) as exc:
-            report(f"{shown_path(score_dir)}: data_multi_turn.csv not written: {_reason(exc)}")
+            report(f"{shown_path(score_dir)}: leaderboard CSVs not written: {_reason(exc)}")
         else:
             run.foreign_score_files = [path for path in included if path not in written]
             for path in run.foreign_score_files:
-                report(f"{shown_path(path)}: included in data_multi_turn.csv, not written by this run")
+                report(f"{shown_path(path)}: included in the leaderboard CSVs, not written by this run")
     return run
 
 
@@ -361,7 +373,9 @@ def _collect(item: _File, results: list, score_dir: Path, dataset: Dataset, opti
         if line_result.kind == SKIPPED:
             problems.append((number, line_result.message))
         elif line_result.id in kept:
-            problems.append((number, f"duplicate id {shown(line_result.id)}; the first occurrence is scored"))
+            problems.append((number, f"duplicate id {shown(line_result.id)}; the first occurrence is scored "
+                                     f"(bfcl evaluate refuses the file; exit status 3)"))
+            run.duplicates.append((result_file.path, line_result.id))
         else:
             kept[line_result.id] = line_result
     problems.sort(key=lambda pair: pair[0])
@@ -390,6 +404,9 @@ def _collect(item: _File, results: list, score_dir: Path, dataset: Dataset, opti
         score.refused = True
         run.refused.append(score)
         return score
+    usage = run.usage.setdefault(result_file.model, Usage())
+    for _, text in item.lines:
+        usage.add_line(text)
     if not outcomes:
         return score
     try:
