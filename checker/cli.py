@@ -176,13 +176,16 @@ class BoundaryGroup(click.Group):
             raise
 
     # `bfcl-safe generate` lives in its own package (optional extra: openai), imported
-    # when the command is named or listed: scoring never loads it.
+    # when the command is named or listed: scoring never loads it. Only the top group
+    # has it (``lazy_generate``); its subgroups (``data``) do not.
+    lazy_generate = True
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*super().list_commands(ctx), "generate"})
+        names = super().list_commands(ctx)
+        return sorted({*names, "generate"}) if self.lazy_generate else names
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        if name == "generate" and name not in self.commands:
+        if name == "generate" and self.lazy_generate and name not in self.commands:
             from bfcl_safe.generate.cli import generate
 
             self.add_command(generate)
@@ -401,6 +404,12 @@ def _discover(plan: Plan, say: Messages) -> list[Any]:
         say.note(notice)
     files = found.files
     present = {f.model for f in files}
+    from bfcl_safe.checker.leaderboard import CSV_FILES
+
+    blocking = sorted(present & set(CSV_FILES))
+    if blocking:
+        raise CommandError(f"model folder {blocking[0]!r} under {plan.result_dir} has the name of a leaderboard "
+                           f"CSV: its score folder would take the CSV's place; rename the folder (nothing was scored)")
     absent = [model for model in plan.models if model not in present]
     if absent:
         available = sorted({f.model for f in runner.discover(plan.result_dir, None, list(plan.categories)).files})
@@ -418,7 +427,8 @@ def _discover(plan: Plan, say: Messages) -> list[Any]:
     return files
 
 
-def _score(plan: Plan, options: Any, dataset: Dataset, *, partial_credit_column: bool, pool: Any = None) -> int:
+def _score(plan: Plan, options: Any, dataset: Dataset, *, partial_credit_column: bool, pool: Any = None,
+           partial_note: bool = True) -> int:
     """Score, print the table and what was refused or included; return the exit status."""
     from bfcl_safe.checker import runner
 
@@ -457,7 +467,7 @@ def _score(plan: Plan, options: Any, dataset: Dataset, *, partial_credit_column:
         f"Score files are in {shown(plan.score_dir)}; the leaderboard CSVs were NOT written (see above)"
     click.echo(f"\nScored {entries} entries in {elapsed:.1f}s. {where}")
 
-    if options.partial and scores:
+    if options.partial and scores and partial_note:
         click.echo("note: --partial-eval: accuracies are over the entries present in each file; they can differ "
                    "from a full evaluation and from the leaderboard", err=True)
     if run.failed_entries:
@@ -630,7 +640,9 @@ def demo(demo_dir: Path | None, data: str | None, entries: int, jobs: int) -> No
     click.echo(shown_lines(describe(entries)))
     click.echo(f"\nDemo results written to {shown(result_dir)}\n")
     plan = Plan(result_dir, folder / "score", (), MULTI_TURN_CATEGORIES, {})
-    _score(plan, Options(jobs=jobs, partial=True, decoder="auto"), dataset, partial_credit_column=False)
+    # (the demo scores a few entries per category: partial by design, no note about a flag not given)
+    _score(plan, Options(jobs=jobs, partial=True, decoder="auto"), dataset, partial_credit_column=False,
+           partial_note=False)
 
 
 @main.command()
@@ -653,7 +665,61 @@ def explain(result_dir: Path | None, entry_id: str, model: str | None, data: str
     click.echo(json_shown(render_json(explanation)) if as_json else shown_lines(render_text(explanation)))
 
 
-@main.group(cls=BoundaryGroup)
+#: ``bfcl-safe scores``: the tables it can show, and the columns of the overall one (the
+#: columns ``bfcl scores`` selects, those the pinned CSV has, with the agentic sections).
+SCORE_TABLES = ("overall", "non_live", "live", "multi_turn", "agentic", "format_sensitivity")
+OVERALL_SHOWN = ("Rank", "Model", "Overall Acc", "Non-Live AST Acc", "Live Acc", "Multi Turn Acc", "Web Search Acc",
+                 "Memory Acc", "Relevance Detection", "Irrelevance Detection", "Total Cost ($)", "Latency Mean (s)")
+
+
+@main.command(epilog="Exit status: 0 the table was shown; 1 the CSV is missing, not a regular file, too large or "
+                     "not a leaderboard CSV.")
+@click.option("--score-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="The score folder (default: score/ under $BFCL_PROJECT_ROOT, else under the current directory; "
+                   "a relative path is taken from there too).")
+@click.option("--table", type=click.Choice(SCORE_TABLES), default="overall", show_default=True,
+              help="Which leaderboard CSV to show (data_TABLE.csv); overall shows its main columns, the others "
+                   "every column.")
+def scores(score_dir: Path | None, table: str) -> None:
+    """Print the leaderboard from the CSVs in the score folder, like `bfcl scores`."""
+    from bfcl_safe.checker.leaderboard import read_leaderboard_csv
+
+    path = _under_root(score_dir, "score") / f"data_{table}.csv"
+    header, rows = read_leaderboard_csv(path)
+    if table == "overall":
+        missing = [column for column in OVERALL_SHOWN if column not in header]
+        if missing:
+            raise CommandError(f"{path}: not a leaderboard CSV (no column {missing[0]!r})")
+        wanted = [header.index(column) for column in OVERALL_SHOWN]
+        header, rows = [header[i] for i in wanted], [[row[i] for i in wanted] for row in rows]
+    click.echo(_grid(header, rows))
+    if not rows:
+        click.echo(f"(no model in {shown(path)})")
+
+
+def _grid(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A plain-text table: columns padded to their widest cell, every cell through
+    :func:`shown` and cut to ``MAX_SHOWN_CELL_CHARS``."""
+    from bfcl_safe.interp.limits import MAX_SHOWN_CELL_CHARS
+
+    def cell(text: str) -> str:
+        text = shown(text)
+        return text if len(text) <= MAX_SHOWN_CELL_CHARS else text[: MAX_SHOWN_CELL_CHARS - 3] + "..."
+
+    table = [[cell(c) for c in header], *([cell(c) for c in row] for row in rows)]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    lines = [" | ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in table]
+    lines.insert(1, "-+-".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+class SubGroup(BoundaryGroup):
+    """A group below ``bfcl-safe`` (``data``): the same boundary, its own commands only."""
+
+    lazy_generate = False
+
+
+@main.group(cls=SubGroup)
 def data() -> None:
     """Manage the pinned dataset (bfcl-eval==2026.3.23)."""
 
@@ -686,7 +752,9 @@ def info(data: str | None) -> None:
         f"source:   {'--data' if data is not None else 'the cache (bfcl-safe data fetch)'}",
         f"version:  {shown(dataset.version or 'unknown')}",
         f"sha256:   {sha if sha is not None else '(a folder: no wheel file to hash)'}",
-        f"pinned:   {'yes' if pinned else 'NO'} ({PINNED_REQUIREMENT}, sha256 {WHEEL_SHA256})",
+        (f"pinned:   {'yes' if pinned else 'NO'} ({PINNED_REQUIREMENT}, sha256 {WHEEL_SHA256})" if sha is not None
+         else f"pinned:   unverified (a folder cannot be hashed; its version is "
+              f"{'the pinned one' if pinned else 'NOT the pinned one'}, {PINNED_REQUIREMENT})"),
     ]
     for category in MULTI_TURN_CATEGORIES:
         lines.append(f"  {category}: {len(dataset.entries(category))} entries")

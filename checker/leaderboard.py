@@ -54,6 +54,8 @@ that rule changes nothing, so the cells equal the reference's byte for byte
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 import os
@@ -70,6 +72,7 @@ from bfcl_safe.checker.scores import (
     score_files,
 )
 from bfcl_safe.checker.terminal import csv_cell, shown
+from bfcl_safe.interp.errors import BfclSafeError
 
 NOT_AVAILABLE = "N/A"
 
@@ -545,6 +548,54 @@ def collect_turn_accuracy(
         values = [categories.get(category, 0.0) for category in MULTI_TURN_CATEGORIES]
         cells[model] = NOT_AVAILABLE if None in values else sum(v for v in values if v is not None) / 4
     return cells
+
+
+# --------------------------------------------------------------------------- reading back
+
+
+class LeaderboardFileError(BfclSafeError):
+    """A leaderboard CSV that cannot be shown; the message names the file and the problem."""
+
+
+def read_leaderboard_csv(path: str | os.PathLike) -> tuple[list[str], list[list[str]]]:
+    """``(header, rows)`` of a leaderboard CSV, read as untrusted input: a regular file
+    of at most ``MAX_LEADERBOARD_CSV_BYTES`` (``results_io.open_regular``), UTF-8, every
+    row as wide as the header, at most ``MAX_LEADERBOARD_ROWS`` rows. Cells come back as
+    they are in the file; the caller shows them through the cell rule."""
+    from bfcl_safe.checker.results_io import UnreadableFile, open_regular
+    from bfcl_safe.interp.limits import MAX_LEADERBOARD_CSV_BYTES, MAX_LEADERBOARD_ROWS
+
+    path = Path(path)
+    try:
+        with open_regular(path, MAX_LEADERBOARD_CSV_BYTES) as handle:
+            data = handle.read(MAX_LEADERBOARD_CSV_BYTES + 1)
+    except UnreadableFile as exc:
+        if not os.path.lexists(path):
+            raise LeaderboardFileError(f"{shown(path)} not found: run 'bfcl-safe evaluate' (or 'bfcl evaluate') "
+                                       f"first, or give --score-dir") from None
+        raise LeaderboardFileError(str(exc)) from None
+    except OSError as exc:
+        raise LeaderboardFileError(f"{shown(path)}: cannot read it ({exc.strerror or type(exc).__name__})") from None
+    if len(data) > MAX_LEADERBOARD_CSV_BYTES:
+        raise LeaderboardFileError(f"{shown(path)}: more than {MAX_LEADERBOARD_CSV_BYTES:,} bytes; not read")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise LeaderboardFileError(f"{shown(path)}: not UTF-8 text") from None
+    try:
+        rows = list(csv.reader(io.StringIO(text, newline="")))
+    except csv.Error as exc:
+        raise LeaderboardFileError(f"{shown(path)}: not CSV ({shown(exc)})") from None
+    if not rows or not rows[0] or rows[0][0] != "Rank":
+        raise LeaderboardFileError(f"{shown(path)}: not a leaderboard CSV (its first cell is not 'Rank')")
+    header, body = rows[0], rows[1:]
+    if len(body) > MAX_LEADERBOARD_ROWS:
+        raise LeaderboardFileError(f"{shown(path)}: more than {MAX_LEADERBOARD_ROWS:,} rows; not shown")
+    for number, row in enumerate(body, 2):
+        if len(row) != len(header):
+            raise LeaderboardFileError(f"{shown(path)}: row {number} has {len(row)} cells, the header "
+                                       f"{len(header)}")
+    return header, body
 
 
 # --------------------------------------------------------------------------- writing

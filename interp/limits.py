@@ -51,6 +51,13 @@ MAX_WALK_ENTRIES = 200_000
 #: Largest score file read back for the CSV (only its first line is used), in bytes
 #: of that first line.
 MAX_SCORE_SUMMARY_CHARS = 1 << 16
+#: Largest leaderboard CSV ``bfcl-safe scores`` reads, in bytes (a row is about 400
+#: bytes: the reference's leaderboard of ~175 models is under 100 KB).
+MAX_LEADERBOARD_CSV_BYTES = 16 << 20
+#: Most rows and columns of a leaderboard CSV ``bfcl-safe scores`` shows; longer
+#: cells are cut to ``MAX_SHOWN_CELL_CHARS`` characters.
+MAX_LEADERBOARD_ROWS = 100_000
+MAX_SHOWN_CELL_CHARS = 60
 #: Last-resort wall-clock guard of ``--jobs N``: a forked process that spends this many
 #: seconds on one entry is killed and that entry fails with the resource-limit type.
 #: Budgets (counted, below) are what bound an entry; this only catches what they miss.
