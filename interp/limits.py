@@ -58,6 +58,10 @@ MAX_LEADERBOARD_CSV_BYTES = 16 << 20
 #: cells are cut to ``MAX_SHOWN_CELL_CHARS`` characters.
 MAX_LEADERBOARD_ROWS = 100_000
 MAX_SHOWN_CELL_CHARS = 60
+#: Largest request body the scripted test server (``python -m
+#: bfcl_safe.checker.scripted_server``) reads, in bytes (a whole long-context
+#: conversation is under 1 MB).
+MAX_SCRIPTED_REQUEST_BYTES = 64 << 20
 #: Last-resort wall-clock guard of ``--jobs N``: a forked process that spends this many
 #: seconds on one entry is killed and that entry fails with the resource-limit type.
 #: Budgets (counted, below) are what bound an entry; this only catches what they miss.

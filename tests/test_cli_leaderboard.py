@@ -272,3 +272,78 @@ def test_generate_without_its_extra_says_so_first(runner, tmp_path, monkeypatch)
     assert out.exit_code == 1
     stderr = _stderr(out)
     assert "needs the openai package" in stderr and "entries to play" not in stderr
+
+
+# --------------------------------------------------------------------------- the scripted server's command
+
+
+def test_the_scripted_server_command_serves_generate(runner, tmp_path):
+    import subprocess
+
+    from tests.refenv import ROOT
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    server = subprocess.Popen([sys.executable, "-m", "bfcl_safe.checker.scripted_server", "--policy", "truth",
+                               "--mode", "fc", "--port", "0", "--data", str(wheel())],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        first = server.stdout.readline()
+        match = re.match(r"serving (http://127\.0\.0\.1:\d+/v1) \(truth policy, fc mode, multi_turn_base\)", first)
+        assert match, (first, server.stderr.read() if server.poll() is not None else "")
+        out = runner.invoke(main, ["generate", "--model", "scripted-model", "--fc", "--base-url", match.group(1),
+                                   "--ids", f"{BASE}_0,{BASE}_1", "--result-dir", str(tmp_path / "result"),
+                                   "--data", str(wheel()), "--evaluate", "--score-dir", str(tmp_path / "score")])
+        assert out.exit_code == 0, _stderr(out)
+        summary = json.loads((tmp_path / "score" / "scripted-model" / "multi_turn" / f"BFCL_v4_{BASE}_score.json")
+                             .read_text().splitlines()[0])
+        assert summary == {"accuracy": 1.0, "correct_count": 2, "total_count": 2}
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_the_scripted_server_command_refuses_a_busy_port_in_one_line(tmp_path):
+    import socket
+    import subprocess
+
+    from tests.refenv import ROOT
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "bfcl_safe.checker.scripted_server", "--port", str(port),
+                               "--data", str(wheel())], capture_output=True, text=True, timeout=120,
+                              env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"Error: cannot listen on 127.0.0.1:{port}") and "Traceback" not in done.stderr
+
+
+def test_the_inspect_example_runs_offline_against_the_scripted_server(tmp_path):
+    """examples/inspect_bfcl.py as its docstring says, with every proxy pointing nowhere and
+    an empty tiktoken cache: nothing is downloaded, both samples pass."""
+    import subprocess
+
+    from tests.refenv import ROOT
+
+    offline = {"HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9",
+               "https_proxy": "http://127.0.0.1:9", "http_proxy": "http://127.0.0.1:9",
+               "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost",
+               "TIKTOKEN_CACHE_DIR": str(tmp_path / "no-tiktoken"), "OPENAI_API_KEY": "offline",
+               "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, **offline}
+    server = subprocess.Popen([sys.executable, "-m", "bfcl_safe.checker.scripted_server", "--port", "0",
+                               "--data", str(wheel())], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=env)
+    try:
+        url = re.match(r"serving (\S+) ", server.stdout.readline()).group(1)
+        done = subprocess.run(
+            [sys.executable, "-m", "inspect_ai", "eval", "examples/inspect_bfcl.py", "--model", "openai/scripted-model",
+             "-M", "responses_api=false", "--model-base-url", url, "-T", "categories=multi_turn_base",
+             "-T", f"data={wheel()}", "--limit", "2", "--log-dir", str(tmp_path / "logs"), "--display", "plain"],
+            capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        assert re.search(r"mean\s+1\.000", done.stdout), done.stdout[-3000:]
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
