@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from bfcl_safe.checker.cli import main
+from bfcl_safe.cli import main
 from bfcl_safe.checker.leaderboard import CSV_FILES, COLUMNS_MULTI_TURN, COLUMNS_OVERALL
 from bfcl_safe.checker.terminal import csv_cell
 from tests.checker_support import REAL_MODEL, real_results_subset

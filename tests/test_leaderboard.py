@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from bfcl_safe.checker.cli import main
+from bfcl_safe.cli import main
 from bfcl_safe.checker.leaderboard import (
     CSV_FILES,
     FORMAT_SENSITIVITY_CONFIGS,

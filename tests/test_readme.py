@@ -23,7 +23,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from bfcl_safe.checker.cli import main
+from bfcl_safe.cli import main
 from tests.refenv import REAL_RESULTS, ROOT, wheel
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
