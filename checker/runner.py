@@ -259,7 +259,11 @@ def score_tree(
                 run.append(score)
                 if score.score_path is not None:
                     written.add(score.score_path)
-    models = list(dict.fromkeys(result_file.model for result_file in files))
+    # The reference's table order: the models of this run in the order the result folder
+    # lists them (its iterdir; files are scored in name order), then the score folder's.
+    listed = _listing_order(result_dir)
+    models = sorted(dict.fromkeys(result_file.model for result_file in files),
+                    key=lambda model: listed.get(model, len(listed)))
     if run.refused:
         # As bfcl evaluate, which stops there: no leaderboard from a run that left files
         # unscored (it would mix this run's scores with older score files of those).
@@ -279,6 +283,15 @@ def score_tree(
             for path in run.foreign_score_files:
                 report(f"{shown_path(path)}: included in the leaderboard CSVs, not written by this run")
     return run
+
+
+def _listing_order(folder: Path) -> dict[str, int]:
+    """``{name: position}`` of the entries of ``folder`` in the file system's listing order."""
+    try:
+        with os.scandir(folder) as listing:
+            return {entry.name: index for index, entry in enumerate(listing)}
+    except OSError:
+        return {}
 
 
 def _reason(exc: BaseException) -> str:

@@ -42,8 +42,12 @@ REAL = REAL_RESULTS / "gpt-oss-120b-vllm-0.10.2" / "result" / "openai_gpt-oss-12
 LOCAL_MODEL = "openbmb_MiniCPM-SALA-FC"
 #: OpenAIResponsesHandler, FC, with prices: its cost comes from its tokens.
 API_MODEL = "gpt-4o-mini-2024-07-18-FC"
+#: Scored with the same files as API_MODEL: a tie in every table between two models of the
+#: run, whose order is the result folder's listing order (ext4 lists by hash, not by name).
+TIE_MODEL = "gpt-4.1-2025-04-14-FC"
 SINGLE_TURN = {LOCAL_MODEL: {"simple_python": 5, "live_simple": 4, "irrelevance": 3},
-               API_MODEL: {"simple_python": 5, "live_multiple": 3}}
+               API_MODEL: {"simple_python": 5, "live_multiple": 3},
+               TIE_MODEL: {"simple_python": 5, "live_multiple": 3}}
 GROUP = {"simple_python": "non_live", "irrelevance": "non_live", "live_simple": "live", "live_multiple": "live"}
 
 
@@ -134,7 +138,8 @@ def _cells(path: Path) -> list[list[str]]:
 SCENARIOS = {
     # Parts of files, --partial-eval on both sides; two models scored in the run.
     "partial": ({LOCAL_MODEL: {"multi_turn_base": slice(0, 8), "multi_turn_miss_param": slice(0, 5)},
-                 API_MODEL: {"multi_turn_base": slice(3, 12), "multi_turn_miss_func": slice(0, 6)}}, True),
+                 API_MODEL: {"multi_turn_base": slice(3, 12), "multi_turn_miss_func": slice(0, 6)},
+                 TIE_MODEL: {"multi_turn_base": slice(3, 12), "multi_turn_miss_func": slice(0, 6)}}, True),
     # Whole files (the 600 real entries), no --partial-eval.
     "full": ({LOCAL_MODEL: {c: slice(None) for c in ("multi_turn_base", "multi_turn_miss_func",
                                                       "multi_turn_miss_param")}}, False),
@@ -166,13 +171,19 @@ def test_six_csvs_equal_the_reference(tmp_path: Path, scenario: str) -> None:
         assert ours.read_bytes() == theirs.read_bytes(), name
         compared += sum(len(row) for row in _cells(theirs))
     rows = {name: len(_cells(reference_scores / name)) - 1 for name in CSV_FILES}
-    assert set(rows.values()) == {5}, rows  # every model in every file
+    assert set(rows.values()) == {6}, rows  # every model in every file
     overall = _cells(reference_scores / "data_overall.csv")
     costs = {row[2]: row[4] for row in overall[1:]}
     # Cost and latency come from the result files scored in this run only (as in the reference).
-    scored = {LOCAL_MODEL: "MiniCPM-SALA (FC)", API_MODEL: "GPT-4o-mini-2024-07-18 (FC)"}
+    scored = {LOCAL_MODEL: "MiniCPM-SALA (FC)", API_MODEL: "GPT-4o-mini-2024-07-18 (FC)",
+              TIE_MODEL: "GPT-4.1-2025-04-14 (FC)"}
     assert {name: costs[name] != "N/A" for name in scored.values()} == \
         {name: folder in multi_turn for folder, name in scored.items()}
+    if scenario == "partial":  # the tie is there, and not in name order
+        names = [row[1] for row in _cells(reference_scores / "data_multi_turn.csv")[1:]]
+        tied = [n for n in names if n.startswith("GPT-4")]
+        listed = [name for name in os.listdir(result) if name in (API_MODEL, TIE_MODEL)]
+        assert tied == [scored[name] for name in listed]
     print(f"\n{scenario}: 6 files, {compared} cells compared, 0 differences")
 
 
