@@ -165,6 +165,14 @@ class Usage:
             if key in entry:
                 _numbers(entry[key], out)
 
+    def add_usage(self, usage: Sequence[Sequence[Any]] | None) -> None:
+        """Add what :func:`line_usage` took from one line."""
+        if usage:
+            latencies, inputs, outputs = usage
+            self.latencies.extend(latencies)
+            self.input_tokens.extend(inputs)
+            self.output_tokens.extend(outputs)
+
     def add_line(self, line: str) -> None:
         """Add the numbers of one result line's text; a line that is not a JSON object is
         left out (the scorer reports it). Only the three values are decoded."""
@@ -185,6 +193,17 @@ class Usage:
                 except (ValueError, RecursionError):
                     return
         self.add(values)
+
+
+def line_usage(entry: Mapping[str, Any]) -> tuple[list, list, list] | None:
+    """``(latencies, input token counts, output token counts)`` of one parsed result line
+    (the reference's ``record_cost_latency`` rule), or None when it has none. Taken by the
+    scorer where it parses the line, and sent back with its result (no second parse)."""
+    if not any(key in entry for key in USAGE_KEYS):
+        return None
+    usage = Usage()
+    usage.add(entry)
+    return usage.latencies, usage.input_tokens, usage.output_tokens
 
 
 def _numbers(value: Any, out: list) -> None:

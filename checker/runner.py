@@ -372,6 +372,7 @@ def _collect(item: _File, results: list, score_dir: Path, dataset: Dataset, opti
     # Line problems in line order; then the kept entries (first occurrence of an id).
     problems: list[tuple[int, str]] = list(item.problems)
     kept: dict[str, LineResult] = {}
+    usage = Usage()  # (the model's, once the file is scored)
     # In line order (they were scored in id order): the first occurrence of an id is kept.
     in_line_order = sorted(range(len(item.lines)), key=lambda index: item.lines[index][0])
     for index in in_line_order:
@@ -383,6 +384,7 @@ def _collect(item: _File, results: list, score_dir: Path, dataset: Dataset, opti
         else:
             line_result = LineResult.from_text(result)
         results[index] = None  # (its text is in line_result now)
+        usage.add_usage(line_result.usage)
         if line_result.kind == SKIPPED:
             problems.append((number, line_result.message))
         elif line_result.id in kept:
@@ -417,9 +419,8 @@ def _collect(item: _File, results: list, score_dir: Path, dataset: Dataset, opti
         score.refused = True
         run.refused.append(score)
         return score
-    usage = run.usage.setdefault(result_file.model, Usage())
-    for _, text in item.lines:
-        usage.add_line(text)
+    run.usage.setdefault(result_file.model, Usage()).add_usage(
+        (usage.latencies, usage.input_tokens, usage.output_tokens))
     if not outcomes:
         return score
     try:
