@@ -41,6 +41,8 @@ Where the reference fails, bfcl-safe writes the table and says so:
   ``N/A`` for link, organisation, licence and cost;
 - one latency value (the reference's ``statistics.stdev`` raises): standard deviation
   ``N/A``;
+- more than ``MAX_USAGE_NUMBERS`` latencies and token counts for one model (the exact
+  statistics take time in proportion): its cost and latency cells ``N/A``, reported;
 - a score file whose summary is not BFCL's (no finite ``accuracy`` in [0, 1], a live AST
   category without an integer ``total_count`` of at least 1, format-sensitivity figures
   that are not numbers): reported and left out; a summary without ``total_count``
@@ -64,15 +66,10 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from bfcl_safe.checker.contract import MULTI_TURN_CATEGORIES
-from bfcl_safe.checker.scores import (
-    ScoreFileError,
-    _loads_object,
-    _write_text,
-    read_score_summary,
-    score_files,
-)
+from bfcl_safe.checker.scores import ScoreFileError, _write_text, read_score_summary, score_files
 from bfcl_safe.checker.terminal import csv_cell, shown
 from bfcl_safe.interp.errors import BfclSafeError
+from bfcl_safe.interp.limits import MAX_USAGE_NUMBERS
 
 NOT_AVAILABLE = "N/A"
 
@@ -151,12 +148,16 @@ class Usage:
     """Token counts and latencies of one model's result lines (the reference's
     ``record_cost_latency``): ``input_tokens``, ``output_tokens``, ``latencies``."""
 
-    __slots__ = ("input_tokens", "output_tokens", "latencies")
+    __slots__ = ("input_tokens", "output_tokens", "latencies", "overflow")
 
     def __init__(self) -> None:
         self.input_tokens: list[int | float] = []
         self.output_tokens: list[int | float] = []
         self.latencies: list[int | float] = []
+        #: More than ``MAX_USAGE_NUMBERS`` numbers were added: the lists are dropped and
+        #: the model's cost and latency cells are ``N/A`` (the exact statistics of the
+        #: reference take time in proportion to the numbers).
+        self.overflow = False
 
     def add(self, entry: Mapping[str, Any]) -> None:
         """Add one result line's numbers (an object decoded from the line)."""
@@ -167,32 +168,14 @@ class Usage:
 
     def add_usage(self, usage: Sequence[Sequence[Any]] | None) -> None:
         """Add what :func:`line_usage` took from one line."""
-        if usage:
+        if usage and not self.overflow:
             latencies, inputs, outputs = usage
             self.latencies.extend(latencies)
             self.input_tokens.extend(inputs)
             self.output_tokens.extend(outputs)
-
-    def add_line(self, line: str) -> None:
-        """Add the numbers of one result line's text; a line that is not a JSON object is
-        left out (the scorer reports it). Only the three values are decoded."""
-        if not any(f'"{key}"' in line for key in USAGE_KEYS):
-            return
-        spans: dict[str, tuple[int, int]] = {}
-        try:
-            if _loads_object(line, frozenset(), spans, decode=False) is None:
-                return
-        except (ValueError, RecursionError, StopIteration, IndexError):
-            return
-        values = {}
-        for key in USAGE_KEYS:
-            if key in spans:
-                start, end = spans[key]
-                try:
-                    values[key] = json.loads(line[start:end])
-                except (ValueError, RecursionError):
-                    return
-        self.add(values)
+            if len(self.latencies) + len(self.input_tokens) + len(self.output_tokens) > MAX_USAGE_NUMBERS:
+                self.overflow = True
+                self.latencies, self.input_tokens, self.output_tokens = [], [], []
 
 
 def line_usage(entry: Mapping[str, Any]) -> tuple[list, list, list] | None:
@@ -246,6 +229,8 @@ def cost_and_latency(info: Any, usage: Usage | None) -> tuple[Any, Any, Any, Any
     (the reference's ``get_cost_latency_info``). ``info`` is the registry entry (None for
     a model the registry does not know: no cost)."""
     usage = usage or Usage()
+    if usage.overflow:
+        return NOT_AVAILABLE, NOT_AVAILABLE, NOT_AVAILABLE, NOT_AVAILABLE
     cost: Any = NOT_AVAILABLE
     mean: Any = NOT_AVAILABLE
     deviation: Any = NOT_AVAILABLE

@@ -53,6 +53,7 @@ from bfcl_safe.checker.results_io import (
     shown_path,
 )
 from bfcl_safe.checker.leaderboard import CSV_FILES, MULTI_TURN_CSV, Usage, write_leaderboard
+from bfcl_safe.interp.limits import MAX_USAGE_NUMBERS
 from bfcl_safe.checker.scores import ScoreFileWriter
 from bfcl_safe.checker.scoring import (
     SKIPPED,
@@ -372,7 +373,7 @@ def _collect(item: _File, results: list, score_dir: Path, dataset: Dataset, opti
     # Line problems in line order; then the kept entries (first occurrence of an id).
     problems: list[tuple[int, str]] = list(item.problems)
     kept: dict[str, LineResult] = {}
-    usage = Usage()  # (the model's, once the file is scored)
+    usage = Usage()  # (this file's; added to the model's once the file is scored)
     # In line order (they were scored in id order): the first occurrence of an id is kept.
     in_line_order = sorted(range(len(item.lines)), key=lambda index: item.lines[index][0])
     for index in in_line_order:
@@ -419,8 +420,15 @@ def _collect(item: _File, results: list, score_dir: Path, dataset: Dataset, opti
         score.refused = True
         run.refused.append(score)
         return score
-    run.usage.setdefault(result_file.model, Usage()).add_usage(
-        (usage.latencies, usage.input_tokens, usage.output_tokens))
+    total = run.usage.setdefault(result_file.model, Usage())
+    was_over = total.overflow
+    total.add_usage(None if usage.overflow else (usage.latencies, usage.input_tokens, usage.output_tokens))
+    if usage.overflow and not total.overflow:
+        total.overflow = True
+        total.latencies, total.input_tokens, total.output_tokens = [], [], []
+    if total.overflow and not was_over:
+        report(f"model {shown(result_file.model)}: more than {MAX_USAGE_NUMBERS:,} latencies and token counts; "
+               f"its cost and latency cells are N/A")
     if not outcomes:
         return score
     try:

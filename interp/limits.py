@@ -62,6 +62,10 @@ MAX_SHOWN_CELL_CHARS = 60
 #: bfcl_safe.checker.scripted_server``) reads, in bytes (a whole long-context
 #: conversation is under 1 MB).
 MAX_SCRIPTED_REQUEST_BYTES = 64 << 20
+#: Most latencies and token counts kept per model for the leaderboard's cost and latency
+#: (real: 6,837 latencies for the 600 real entries; the exact mean and standard deviation
+#: of 500,000 take about 1.5 s); past it that model's cells are N/A.
+MAX_USAGE_NUMBERS = 500_000
 #: Last-resort wall-clock guard of ``--jobs N``: a forked process that spends this many
 #: seconds on one entry is killed and that entry fails with the resource-limit type.
 #: Budgets (counted, below) are what bound an entry; this only catches what they miss.

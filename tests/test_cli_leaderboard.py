@@ -347,3 +347,18 @@ def test_the_inspect_example_runs_offline_against_the_scripted_server(tmp_path):
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_too_many_usage_numbers_are_reported_and_shown_as_na(runner, tmp_path, monkeypatch):
+    from bfcl_safe.checker import leaderboard
+    from bfcl_safe.checker import runner as scoring_runner
+
+    monkeypatch.setattr(leaderboard, "MAX_USAGE_NUMBERS", 3)
+    monkeypatch.setattr(scoring_runner, "MAX_USAGE_NUMBERS", 3)
+    result = tmp_path / "result"
+    _result_file(result, "m", [_line(f"{BASE}_0"), _line(f"{BASE}_1")])
+    out = _evaluate(runner, result, tmp_path / "score", "--partial-eval")
+    assert out.exit_code == 0, _stderr(out)
+    assert "model 'm': more than 3 latencies and token counts; its cost and latency cells are N/A" in _stderr(out)
+    row = dict(zip(*_rows(tmp_path / "score" / "data_overall.csv")[:2]))
+    assert row["Latency Mean (s)"] == "N/A"

@@ -234,3 +234,15 @@ def test_one_latency_has_no_standard_deviation() -> None:
     usage.add({"latency": [[1.5, 0, "x"]], "input_token_count": 10, "output_token_count": [[2, 3]]})
     assert usage.latencies == [1.5] and usage.input_tokens == [10] and usage.output_tokens == [2, 3]
     assert cost_and_latency(None, usage) == ("N/A", 1.5, "N/A", 1.5)
+
+
+def test_too_many_usage_numbers_give_na_not_minutes(monkeypatch) -> None:
+    from bfcl_safe.checker import leaderboard
+
+    monkeypatch.setattr(leaderboard, "MAX_USAGE_NUMBERS", 10)
+    usage = Usage()
+    usage.add_usage(([1.0] * 6, [5] * 3, [2]))
+    assert not usage.overflow and cost_and_latency(None, usage)[1] == 1.0
+    usage.add_usage(([1.0], [1], []))
+    assert usage.overflow and usage.latencies == []
+    assert cost_and_latency(None, usage) == ("N/A", "N/A", "N/A", "N/A")
