@@ -66,7 +66,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from bfcl_safe.checker.contract import MULTI_TURN_CATEGORIES
-from bfcl_safe.checker.scores import ScoreFileError, _write_text, read_score_summary, score_files
+from bfcl_safe.checker.outputs import write_text
+from bfcl_safe.checker.scores import ScoreFileError, _score_line, _score_lines, read_score_summary, score_files
 from bfcl_safe.checker.terminal import csv_cell, shown
 from bfcl_safe.interp.errors import BfclSafeError
 from bfcl_safe.interp.limits import MAX_USAGE_NUMBERS
@@ -515,15 +516,11 @@ def turn_accuracy(path: str | os.PathLike, turn_count: Callable[[str], int | Non
     path = Path(path)
     summary = read_score_summary(path)
     credit = float(summary.get("correct_count", 0))
-    with open(path, encoding="utf-8") as handle:
-        handle.readline()
-        for line in handle:
-            if not line.strip():
+    with _score_lines(path) as lines:  # (through the reader of untrusted files, checker/inputs.py)
+        for number, line in enumerate(lines, 1):
+            if number == 1 or (line is not None and line.isspace()):
                 continue
-            try:
-                record = json.loads(line)
-            except (ValueError, RecursionError) as exc:
-                raise ScoreFileError(f"{shown(path)}: a line is not JSON ({type(exc).__name__})") from None
+            record = _score_line(path, number, line)
             passed = record.get("turns_passed") if isinstance(record, dict) else None
             turns = turn_count(record.get("id")) if isinstance(record, dict) else None
             if type(passed) is not int or not turns:
@@ -562,26 +559,21 @@ class LeaderboardFileError(BfclSafeError):
 
 
 def read_leaderboard_csv(path: str | os.PathLike) -> tuple[list[str], list[list[str]]]:
-    """``(header, rows)`` of a leaderboard CSV, read as untrusted input: a regular file
-    of at most ``MAX_LEADERBOARD_CSV_BYTES`` (``results_io.open_regular``), UTF-8, every
-    row as wide as the header, at most ``MAX_LEADERBOARD_ROWS`` rows. Cells come back as
-    they are in the file; the caller shows them through the cell rule."""
-    from bfcl_safe.checker.results_io import UnreadableFile, open_regular
+    """``(header, rows)`` of a leaderboard CSV, read as untrusted input through the one
+    reader (``checker/inputs.py``: a regular file of at most ``MAX_LEADERBOARD_CSV_BYTES``),
+    UTF-8, every row as wide as the header, at most ``MAX_LEADERBOARD_ROWS`` rows. Cells
+    come back as they are in the file; the caller shows them through the cell rule."""
+    from bfcl_safe.checker.inputs import Kind, UnreadableFile, read_bytes
     from bfcl_safe.interp.limits import MAX_LEADERBOARD_CSV_BYTES, MAX_LEADERBOARD_ROWS
 
     path = Path(path)
     try:
-        with open_regular(path, MAX_LEADERBOARD_CSV_BYTES) as handle:
-            data = handle.read(MAX_LEADERBOARD_CSV_BYTES + 1)
+        data = read_bytes(path, Kind("leaderboard CSV", MAX_LEADERBOARD_CSV_BYTES))
     except UnreadableFile as exc:
         if not os.path.lexists(path):
             raise LeaderboardFileError(f"{shown(path)} not found: run 'bfcl-safe evaluate' (or 'bfcl evaluate') "
                                        f"first, or give --score-dir") from None
         raise LeaderboardFileError(str(exc)) from None
-    except OSError as exc:
-        raise LeaderboardFileError(f"{shown(path)}: cannot read it ({exc.strerror or type(exc).__name__})") from None
-    if len(data) > MAX_LEADERBOARD_CSV_BYTES:
-        raise LeaderboardFileError(f"{shown(path)}: more than {MAX_LEADERBOARD_CSV_BYTES:,} bytes; not read")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -667,7 +659,7 @@ def write_leaderboard(
     paths = []
     for name in CSV_FILES:
         path = Path(score_dir) / name
-        _write_text(path, csv_text(tables[name]))
+        write_text(path, csv_text(tables[name]))
         paths.append(path)
     return paths
 

@@ -39,7 +39,8 @@ from typing import Any, Callable, Mapping, Sequence
 import attrs
 
 from bfcl_safe.checker.replay import ground_truth_calls
-from bfcl_safe.interp.limits import MAX_SCRIPTED_REQUEST_BYTES
+from bfcl_safe.checker.codec import loads_bounded
+from bfcl_safe.interp.limits import MAX_RESULT_LINE_DEPTH, MAX_SCRIPTED_REQUEST_BYTES
 
 #: The model name the scripted endpoint reports in its answers.
 SERVED_MODEL = "scripted"
@@ -105,7 +106,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         raw = self.rfile.read(length)
         try:
-            request = json.loads(raw)
+            request = loads_bounded(raw.decode("utf-8"), MAX_RESULT_LINE_DEPTH)  # (the one JSON door)
         except (ValueError, RecursionError):
             self._send(Reply(400, error_body(400, "body is not JSON")))
             return

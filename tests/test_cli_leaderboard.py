@@ -105,14 +105,17 @@ def test_the_epilog_states_the_exit_rules(runner):
     assert "a result file holds a duplicate id (the first occurrence is scored, the CSVs are written)" in text
 
 
-def test_a_model_folder_named_like_a_csv_is_refused_up_front(runner, tmp_path):
+@pytest.mark.parametrize("name", CSV_FILES)
+def test_a_model_folder_named_like_a_csv_is_not_scored(runner, tmp_path, name):
+    """Any of the six names (the writer's reserved folder names): that folder is skipped
+    with a one-line notice, the others are scored and the CSV is written as a file."""
     result = tmp_path / "result"
-    _result_file(result, "data_overall.csv", [_line(f"{BASE}_0")])
+    _result_file(result, name, [_line(f"{BASE}_0")])
     _result_file(result, "fine", [_line(f"{BASE}_0")])
     out = _evaluate(runner, result, tmp_path / "score", "--partial-eval")
-    assert out.exit_code == 1
-    assert "model folder 'data_overall.csv'" in _stderr(out) and "has the name of a leaderboard CSV" in _stderr(out)
-    assert not (tmp_path / "score").exists()
+    assert out.exit_code == 0, _stderr(out)
+    assert f"a model folder of this name would take the place of {name} in the score dir; not scored" in _stderr(out)
+    assert (tmp_path / "score" / name).is_file() and (tmp_path / "score" / "fine").is_dir()
 
 
 # --------------------------------------------------------------------------- the one cell rule

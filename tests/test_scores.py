@@ -22,13 +22,12 @@ from hypothesis import strategies as st
 
 from bfcl_safe.checker.dataset import Dataset
 from bfcl_safe.checker.leaderboard import CSV_COLUMNS, collect_scores, write_leaderboard_csv
+from bfcl_safe.checker.codec import dumps_line
+from bfcl_safe.checker.outputs import ScoreFileWriter, score_file_path
 from bfcl_safe.checker.scores import (
     ScoreFileError,
-    ScoreFileWriter,
     category_of_score_file,
-    dumps_line,
     read_score_file,
-    score_file_path,
     write_score_file,
 )
 from tests.refenv import REAL_RESULTS, import_reference, wheel_path
