@@ -56,7 +56,7 @@ def workspace(tmp_path_factory):
 
 
 def test_the_readme_has_the_blocks_this_file_runs():
-    assert len(PYTHON_BLOCKS) == 5 and len(BASH_BLOCKS) >= 5
+    assert len(PYTHON_BLOCKS) >= 5 and len(BASH_BLOCKS) >= 5  # (the framework sections add theirs)
 
 
 @pytest.mark.parametrize("number", range(len(PYTHON_BLOCKS)))
