@@ -58,7 +58,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import os
 import statistics
@@ -409,7 +408,7 @@ def build_tables(
         name = csv_cell(text.name)
         cost, latency_mean, latency_std, latency_p95 = cost_and_latency(text.info, usage.get(folder))
 
-        def get(category: str) -> _Score:
+        def get(category: str, value: Mapping[str, Mapping[str, Any]] = value) -> _Score:
             return _category(value, category)
 
         simple_python, multiple, parallel = get("simple_python"), get("multiple"), get("parallel")
@@ -522,7 +521,8 @@ def turn_accuracy(path: str | os.PathLike, turn_count: Callable[[str], int | Non
                 continue
             record = _score_line(path, number, line)
             passed = record.get("turns_passed") if isinstance(record, dict) else None
-            turns = turn_count(record.get("id")) if isinstance(record, dict) else None
+            entry_id = record.get("id") if isinstance(record, dict) else None
+            turns = turn_count(entry_id) if isinstance(entry_id, str) else None
             if type(passed) is not int or not turns:
                 return None
             credit += passed / turns

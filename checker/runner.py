@@ -39,6 +39,7 @@ from bfcl_safe.checker.dataset import Dataset
 from bfcl_safe.checker.decoders.models import decoder_for_model
 from bfcl_safe.checker.errors import ErrorType
 from bfcl_safe.checker.inputs import UnreadableFile, shown_path
+from bfcl_safe.checker.leaderboard import CSV_FILES, MULTI_TURN_CSV, Usage, write_leaderboard
 from bfcl_safe.checker.outputs import ScoreFileWriter
 from bfcl_safe.checker.parallel import ForkPool, InProcessPool, Lost, Pool, cannot_fork
 from bfcl_safe.checker.results_io import (
@@ -50,8 +51,6 @@ from bfcl_safe.checker.results_io import (
     shown,
     too_long,
 )
-from bfcl_safe.checker.leaderboard import CSV_FILES, MULTI_TURN_CSV, Usage, write_leaderboard
-from bfcl_safe.interp.limits import MAX_USAGE_NUMBERS
 from bfcl_safe.checker.scoring import (
     SKIPPED,
     UNKNOWN,
@@ -63,6 +62,7 @@ from bfcl_safe.checker.scoring import (
     score_text,
 )
 from bfcl_safe.interp.errors import BfclSafeError
+from bfcl_safe.interp.limits import MAX_USAGE_NUMBERS
 
 __all__ = ["FileScore", "ScoreRun", "ScoreDirError", "score_tree"]
 

@@ -27,8 +27,8 @@ from bfcl_safe.checker.boundary import EntryBoundary
 from bfcl_safe.checker.codec import RawJSON, dumps_line, raw_value
 from bfcl_safe.checker.dataset import Dataset
 from bfcl_safe.checker.errors import ErrorType
-from bfcl_safe.checker.results_io import LineProblem, malformed, parse_line
 from bfcl_safe.checker.leaderboard import line_usage
+from bfcl_safe.checker.results_io import LineProblem, malformed, parse_line
 from bfcl_safe.checker.verdict import CheckOptions, EntryInput, RecordParts, Verdict, check_entry
 
 

@@ -38,8 +38,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import attrs
 
-from bfcl_safe.checker.replay import ground_truth_calls
 from bfcl_safe.checker.codec import loads_bounded
+from bfcl_safe.checker.replay import ground_truth_calls
 from bfcl_safe.interp.limits import MAX_RESULT_LINE_DEPTH, MAX_SCRIPTED_REQUEST_BYTES
 
 #: The model name the scripted endpoint reports in its answers.
@@ -178,6 +178,7 @@ class ScriptedServer:
     def base_url(self) -> str:
         assert self._server is not None
         host, port = self._server.server_address[:2]
+        assert isinstance(host, str)  # an AF_INET server's address
         return f"http://{host}:{port}/v1"
 
     def start(self) -> "ScriptedServer":
@@ -192,7 +193,8 @@ class ScriptedServer:
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
-            self._thread.join(timeout=10)
+            if self._thread is not None:
+                self._thread.join(timeout=10)
             self._server = None
 
     def __enter__(self) -> "ScriptedServer":
@@ -351,7 +353,9 @@ def text_message(text: str | None) -> dict:
 
 
 def truth_calls(view: View) -> list[tuple[str, dict]]:
-    return ground_truth_calls([view.ground_truth[view.turn]], view.involved)[0] if view.turn < len(view.ground_truth) else []
+    if view.turn >= len(view.ground_truth):
+        return []
+    return ground_truth_calls([view.ground_truth[view.turn]], view.involved)[0]
 
 
 def calls_message(calls: Sequence[tuple[str, dict]], view: View) -> dict:
