@@ -24,7 +24,7 @@ from bfcl_safe.checker.replay import ground_truth_as_fc
 from bfcl_safe.checker import parallel, runner, scoring
 from bfcl_safe.checker.scoring import Options
 from bfcl_safe.checker.scoring import Context, score_line
-from tests.checker_support import dataset
+from tests.checker_support import dataset, no_other_threads
 from tests.refenv import wheel
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -174,6 +174,8 @@ def test_a_line_is_parsed_checked_and_scored_in_one_place(case: str) -> None:
 def _tree(result_dir: Path, score_dir: Path, jobs: int, pool=None, partial: bool = False) -> tuple:
     messages: list[str] = []
     progress: list[int] = []
+    if jobs > 1 and pool is None:
+        no_other_threads()
     run = runner.score_tree(result_dir, score_dir, dataset(), Options(jobs=jobs, partial=partial),
                             report=messages.append, progress=progress.append, pool=pool)
     files = {path.relative_to(score_dir).as_posix(): path.read_bytes()
@@ -211,6 +213,7 @@ def test_a_process_that_dies_or_hangs_loses_only_its_entry(tmp_path: Path, monke
         return score_entry(dataset, item, context)
 
     monkeypatch.setattr(scoring, "score_entry", deadly)
+    no_other_threads()
     pool = parallel.ForkPool(functools.partial(scoring.score_text, dataset()), 2, guard_seconds=2.0)
     lost = _tree(result_dir, tmp_path / "score-2", 2, pool=pool, partial=True)
     record = _records(lost[0], name)[victim]
