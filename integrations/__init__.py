@@ -24,15 +24,18 @@ from bfcl_safe.interp.errors import BfclSafeError  # noqa: E402
 
 
 class MissingExtra(BfclSafeError, ImportError):
-    """An integration's framework is not installed: ``extra`` names the extra to install."""
+    """An integration's framework is not installed: ``extra`` names the extra to install,
+    ``module`` the requirement, ``missing`` the module that failed to import (when known)."""
 
-    def __init__(self, extra: str, module: str):
+    def __init__(self, extra: str, module: str, missing: str | None = None):
         self.extra = extra
         self.module = module
-        super().__init__(f"bfcl_safe.integrations.{extra} needs {module}: pip install 'bfcl-safe[{extra}]'")
+        self.missing = missing
+        cause = f" (cannot import {missing})" if missing else ""
+        super().__init__(f"bfcl_safe.integrations.{extra} needs {module}{cause}: pip install 'bfcl-safe[{extra}]'")
 
     def __reduce__(self):
-        return (type(self), (self.extra, self.module))
+        return (type(self), (self.extra, self.module, self.missing))
 
 
 __all__ = ["MissingExtra"]
