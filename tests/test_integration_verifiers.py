@@ -312,3 +312,30 @@ def test_an_answer_that_is_no_chat_completion_is_a_harness_error(answer):
 
     with pytest.raises(HarnessError, match="not a chat completion"):
         assistant_reply(answer)
+
+
+def test_vf_eval_runs_the_environment_package(tmp_path):
+    """verifiers' own CLI (``vf-eval @ environments/bfcl_multi_turn/eval.toml``, its env-server
+    pool) finds the package by its id and plays two entries to reward 1."""
+    from pathlib import Path
+
+    from tests.scripted_server import truth_policy
+
+    root = Path(__file__).resolve().parent.parent
+    ids = ["multi_turn_base_0", "multi_turn_base_1"]
+    with ScriptedServer(EntryScript(dataset(), ids, "fc", truth_policy)) as server:
+        env = {k: v for k, v in __import__("os").environ.items() if "API_KEY" not in k}
+        env["PYTHONPATH"] = str(root / "environments" / "bfcl_multi_turn")
+        out = subprocess.run(
+            [sys.executable, "-c", "import sys; from verifiers.v1.cli.eval.main import main; main(sys.argv[1:])",
+             "@", str(root / "environments" / "bfcl_multi_turn" / "eval.toml"), "--model", "scripted",
+             "--client.base-url", server.base_url, "--client.api-key-var", "BFCL_SAFE_NO_KEY",
+             "--env.taskset.limit", "2", "--env.taskset.data", str(wheel()), "--no-push", "--no-rich",
+             "--output-dir", str(tmp_path)],
+            capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    (traces,) = tmp_path.glob("*/traces.jsonl")
+    episodes = [json.loads(line) for line in traces.read_text().splitlines()]
+    rewards = sorted((episode["task"]["data"]["entry_id"], trace["rewards"]["bfcl_verdict"]["score"])
+                     for episode in episodes for trace in episode["traces"])
+    assert rewards == [(ids[0], 1.0), (ids[1], 1.0)]
