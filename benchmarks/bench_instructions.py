@@ -58,7 +58,7 @@ def count(result_dir: Path, module: str, pythonpath: str | None) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--result-dir", type=Path)
-    parser.add_argument("--module", default="bfcl_safe.checker")
+    parser.add_argument("--module", default="bfcl_safe")
     parser.add_argument("--pythonpath")
     args = parser.parse_args()
     if shutil.which("valgrind") is None:

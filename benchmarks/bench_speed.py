@@ -56,7 +56,7 @@ def time_process(command: list[str], env: dict | None = None) -> tuple[float, fl
 
 def bench(result_dir: Path, rounds: int, jobs: int, label: str) -> dict:
     entries = count_entries(result_dir)
-    bfcl_safe = [sys.executable, "-m", "bfcl_safe.checker", "evaluate", "--result-dir", str(result_dir),
+    bfcl_safe = [sys.executable, "-m", "bfcl_safe", "evaluate", "--result-dir", str(result_dir),
                  "--data", str(wheel()), "--jobs", str(jobs)]
     # Both sides use cached bytecode (pip compiled the reference's at install time).
     base_env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -102,7 +102,7 @@ def bench_jobs(result_dir: Path, rounds: int, label: str) -> dict:
     samples: dict[int, list[float]] = {1: [], 2: []}
     for round_ in range(rounds + 1):
         for jobs in (1, 2):
-            command = [sys.executable, "-m", "bfcl_safe.checker", "evaluate", "--result-dir", str(result_dir),
+            command = [sys.executable, "-m", "bfcl_safe", "evaluate", "--result-dir", str(result_dir),
                        "--data", str(wheel()), "--jobs", str(jobs)]
             with tempfile.TemporaryDirectory() as score_dir:
                 wall = time_process([*command, "--score-dir", score_dir], base_env)[0]

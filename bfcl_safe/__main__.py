@@ -1,5 +1,5 @@
 """``python -m bfcl_safe``: the ``bfcl-safe`` command."""
 
-from bfcl_safe.checker.command import run
+from bfcl_safe.cli import run
 
 run()

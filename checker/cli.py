@@ -1,16 +1,13 @@
-"""The ``bfcl-safe`` command line: what the user sees.
+"""The checker's commands — ``evaluate``, ``explain``, ``demo`` and ``data`` — and what
+every command of ``bfcl-safe`` shares: the deliberate errors (:class:`CommandError`,
+:class:`Interrupted`) and exit statuses, the options and defaults BFCL's own command
+has (:func:`project_root`, :func:`under_root`, :func:`split_values`, :func:`select_categories`,
+:func:`open_dataset`, :data:`result_dir_option`, :data:`data_option`).
 
-One boundary (:class:`BoundaryGroup`) catches every error of every command, once:
-
-- an error bfcl-safe raises on purpose (:class:`~bfcl_safe.interp.errors.BfclSafeError`)
-  becomes ``Error: <one line>`` and exit status :data:`EXIT_ERROR`;
-- anything else is a bug: ``Internal error: <exception type> ...`` on one line, asking
-  for a report, exit status :data:`EXIT_INTERNAL` (never a traceback);
-- Ctrl-C says which score files were written and which were not (:data:`EXIT_INTERRUPTED`).
-
-Every string a model or a file controls is passed through
-:func:`bfcl_safe.checker.terminal.shown` before it is printed, click's own messages
-included (a path quoted in a usage error).
+The commands are registered into the ``bfcl-safe`` group by :mod:`bfcl_safe.cli`, whose
+one error boundary turns every error into one line. Every string a model or a file
+controls is passed through :func:`bfcl_safe.checker.terminal.shown` before it is
+printed, click's own messages included (a path quoted in a usage error).
 
 Exit statuses: 0 scoring completed (whatever the accuracy); 1 could not score (bad
 path, no dataset, unreadable layout); 2 usage error (click); 3 scoring completed but
@@ -57,7 +54,7 @@ OTHER_BFCL_CATEGORIES = frozenset({
 MULTI_TURN_COLLECTIONS = frozenset({"all", "all_scoring", "multi_turn"})
 
 
-# --------------------------------------------------------------------------- the error boundary
+# --------------------------------------------------------------------------- errors, and what an interruption leaves
 
 
 class CommandError(click.ClickException):
@@ -70,26 +67,9 @@ class CommandError(click.ClickException):
         self.exit_code = exit_code
 
 
-class InternalError(click.ClickException):
-    """An exception bfcl-safe did not mean to raise: one line naming its type."""
-
-    exit_code = EXIT_INTERNAL
-
-    def __init__(self, error: BaseException):
-        self.error = error
-        detail = shown(str(error))
-        if len(detail) > 200:
-            detail = detail[:200] + "..."
-        super().__init__(
-            f"{type(error).__name__}{': ' + detail if detail else ''} (a bug in bfcl-safe; please report it "
-            "on the repository's issue tracker with the command you ran)"
-        )
-
-    def show(self, file: Any = None) -> None:
-        click.echo(f"Internal error: {self.format_message()}", err=True)
-
-
 class Interrupted(click.ClickException):
+    """Ctrl-C: ``Interrupted: <what was and was not written>``, exit status 130."""
+
     exit_code = EXIT_INTERRUPTED
 
     def show(self, file: Any = None) -> None:
@@ -142,7 +122,8 @@ class RunState:
 _RUN: list[RunState] = []
 
 
-def _interrupted_message() -> str:
+def interrupted_message() -> str:
+    """What an interruption of the running command leaves: the score files written and not."""
     if not _RUN:
         return "nothing was written"
     state = _RUN[-1]
@@ -160,49 +141,20 @@ def _listed(items: Sequence[str], limit: int = 8) -> str:
     return shown_items + (f" and {len(items) - limit} more" if len(items) > limit else "")
 
 
-def _escape_click_message(error: click.ClickException) -> None:
+def escape_click_message(error: click.ClickException) -> None:
+    """Escape the message of click's own error (it may quote a path or a value) in place."""
     error.message = shown(error.message)
 
 
-class BoundaryGroup(click.Group):
-    """The click group that is the command's one error boundary (see the module docstring)."""
+def forget_runs() -> None:
+    """The command is over: no run is in progress."""
+    _RUN.clear()
 
-    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
-        try:
-            return super().make_context(*args, **kwargs)
-        except click.ClickException as error:
-            _escape_click_message(error)
-            raise
 
-    # `bfcl-safe generate` lives in its own package (optional extra: openai), imported
-    # when the command is named or listed: scoring never loads it.
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*super().list_commands(ctx), "generate"})
-
-    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        if name == "generate" and name not in self.commands:
-            from bfcl_safe.generate.cli import generate
-
-            self.add_command(generate)
-        return super().get_command(ctx, name)
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except (click.exceptions.Exit, click.Abort):
-            raise
-        except click.ClickException as error:
-            _escape_click_message(error)
-            raise
-        except BfclSafeError as error:
-            raise CommandError(str(error)) from None
-        except KeyboardInterrupt:
-            raise Interrupted(_interrupted_message()) from None
-        except Exception as error:  # noqa: BLE001 - the boundary: a bug, shown as one line
-            raise InternalError(error) from None
-        finally:
-            _RUN.clear()
+#: ``ctx.meta`` key of the function that opens the scoring pool of ``evaluate
+#: --ray-address`` (``(address, data, jobs) -> Pool``): set by the ``bfcl-safe`` group
+#: (:mod:`bfcl_safe.cli`), which may import the integrations; the checker may not.
+RAY_POOL_OPENER = "bfcl_safe.ray_pool_opener"
 
 
 # --------------------------------------------------------------------------- shared pieces
@@ -214,14 +166,14 @@ def project_root() -> Path:
     return Path(root).expanduser() if root else Path.cwd()
 
 
-def _under_root(path: Path | None, default: str) -> Path:
+def under_root(path: Path | None, default: str) -> Path:
     """A ``--result-dir``/``--score-dir`` value: relative paths are taken from the
     project root, as ``bfcl evaluate`` takes them; absent: ``{root}/{default}``."""
     root = project_root()
     return root / default if path is None else root / path
 
 
-def _open_dataset(data: str | None, *, fetch_if_missing: bool = False) -> Dataset:
+def open_dataset(data: str | None, *, fetch_if_missing: bool = False) -> Dataset:
     try:
         return Dataset.open(data)
     except DatasetError:
@@ -239,7 +191,7 @@ def folder_for_model(name: str) -> str:
     return name.replace("/", "_")
 
 
-def _split(values: Iterable[str]) -> list[str]:
+def split_values(values: Iterable[str]) -> list[str]:
     """Repeated options, each possibly comma-separated (``bfcl`` accepts both)."""
     out: list[str] = []
     for value in values:
@@ -253,7 +205,7 @@ def select_categories(values: Sequence[str]) -> tuple[list[str], list[str]]:
     """``--test-category`` values -> (multi-turn categories to score, in BFCL's order;
     notices for BFCL categories that are not multi-turn). No value: all four. An
     unknown name is a usage error."""
-    names = _split(values) or ["all"]
+    names = split_values(values) or ["all"]
     chosen: set[str] = set()
     notices = []
     for name in names:
@@ -483,21 +435,12 @@ def _score(plan: Plan, options: Any, dataset: Dataset, *, partial_credit_column:
 # --------------------------------------------------------------------------- commands
 
 
-@click.group(cls=BoundaryGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="bfcl-safe")
-def main() -> None:
-    """Score (and generate) BFCL multi-turn results safely: no model text is ever executed.
-
-    Errors are one line (Error: ...); names and texts from files and models are shown with
-    control characters escaped. See 'bfcl-safe COMMAND --help'."""
-
-
-_data_option = click.option(
+data_option = click.option(
     "--data", type=click.Path(exists=True, dir_okay=True, file_okay=True), default=None,
     help="bfcl-eval wheel file, unpacked wheel, or installed bfcl_eval folder "
          "(default: the cache filled by 'bfcl-safe data fetch').",
 )
-_result_dir_option = click.option(
+result_dir_option = click.option(
     "--result-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
     help="Folder with {model}/multi_turn/BFCL_v4_multi_turn_{category}_result.json files "
          "(default: result/ under $BFCL_PROJECT_ROOT, else under the current directory; "
@@ -512,7 +455,7 @@ def _existing_dir(path: Path, flag: str) -> Path:
     return path
 
 
-@main.command(epilog="Exit status: 0 scoring completed (whatever the accuracy); 1 could not score; 2 usage "
+@click.command(epilog="Exit status: 0 scoring completed (whatever the accuracy); 1 could not score; 2 usage "
                      "error; 3 some result files refused (entries missing) or score files not written; "
                      "70 internal error; 130 interrupted.")
 @click.option("--model", "models", multiple=True, metavar="NAME",
@@ -521,14 +464,14 @@ def _existing_dir(path: Path, flag: str) -> Path:
 @click.option("--test-category", "categories", multiple=True, metavar="NAME",
               help="multi_turn, all (the default), or one of the four multi-turn categories (repeatable, or "
                    "comma-separated). Other BFCL categories are accepted and skipped with a notice.")
-@_result_dir_option
+@result_dir_option
 @click.option("--score-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where score files and data_multi_turn.csv are written (default: score/ beside the "
                    "default result dir; relative paths likewise).")
 @click.option("--partial-eval", "--partial", "partial_eval", is_flag=True,
               help="Score only the entries present in each result file (as bfcl's --partial-eval). Without it, "
                    "a file that lacks entries is not scored, as in BFCL, and the exit status is 3.")
-@_data_option
+@data_option
 @click.option("--jobs", "-j", default=1, show_default=True, type=click.IntRange(1, 256),
               help="Processes to score in: this one and N-1 forked from it (worth it on "
                    "thousands of entries; README, Known limits: state carried across entries). One process "
@@ -561,13 +504,13 @@ def evaluate(models: tuple[str, ...], categories: tuple[str, ...], result_dir: P
     from bfcl_safe.checker.runner import Options
 
     chosen, notices = select_categories(categories)
-    result_dir = _existing_dir(_under_root(result_dir, "result"), "--result-dir")
-    score_dir = _under_root(score_dir, "score")
-    folders = tuple(folder_for_model(m) for m in _split(models))
+    result_dir = _existing_dir(under_root(result_dir, "result"), "--result-dir")
+    score_dir = under_root(score_dir, "score")
+    folders = tuple(folder_for_model(m) for m in split_values(models))
     settings = read_model_map(model_map) if model_map is not None else {}
     for notice in notices:
         click.echo(f"note: {notice}", err=True)
-    dataset = _open_dataset(data)
+    dataset = open_dataset(data)
     plan = Plan(result_dir, score_dir, folders, tuple(chosen), settings)
     if model_name is not None:
         if not model_name.strip():
@@ -584,11 +527,11 @@ def evaluate(models: tuple[str, ...], categories: tuple[str, ...], result_dir: P
     options = Options(decoder=decoder, jobs=jobs, strict_irrelevance=strict_irrelevance,
                       check_order=check_order, partial=partial_eval, partial_credit=partial_credit)
     pool = None
-    if ray_address is not None:  # (bfcl_safe.integrations.ray: MissingExtra without the extra)
-        from bfcl_safe.integrations.ray import RayPool, connect
-
-        connect(ray_address)
-        pool = RayPool(data, jobs)
+    if ray_address is not None:
+        open_pool = click.get_current_context().meta.get(RAY_POOL_OPENER)
+        if open_pool is None:
+            raise CommandError("--ray-address: scoring on Ray is available through the bfcl-safe command only")
+        pool = open_pool(ray_address, data, jobs)
     try:
         status = _score(plan, options, dataset, partial_credit_column=partial_credit, pool=pool)
     finally:
@@ -598,11 +541,11 @@ def evaluate(models: tuple[str, ...], categories: tuple[str, ...], result_dir: P
         sys.exit(status)
 
 
-@main.command()
+@click.command()
 @click.option("--demo-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Folder for the demo's result/ and score/ trees (default: demo/ in the cache folder, "
                    "outside any checkout; replaced on each run).")
-@_data_option
+@data_option
 @click.option("--entries", default=20, show_default=True, type=click.IntRange(1, 200),
               help="Entries per category.")
 @click.option("--jobs", "-j", default=1, show_default=True, type=click.IntRange(1, 256),
@@ -615,7 +558,7 @@ def demo(demo_dir: Path | None, data: str | None, entries: int, jobs: int) -> No
     from bfcl_safe.checker.runner import Options
 
     folder = demo_dir if demo_dir is not None else default_cache_dir() / "demo"
-    dataset = _open_dataset(data, fetch_if_missing=True)
+    dataset = open_dataset(data, fetch_if_missing=True)
     result_dir = write_demo_results(dataset, folder / "result", entries)
     click.echo(shown_lines(describe(entries)))
     click.echo(f"\nDemo results written to {shown(result_dir)}\n")
@@ -623,27 +566,27 @@ def demo(demo_dir: Path | None, data: str | None, entries: int, jobs: int) -> No
     _score(plan, Options(jobs=jobs, partial=True, decoder="auto"), dataset, partial_credit_column=False)
 
 
-@main.command()
-@_result_dir_option
+@click.command()
+@result_dir_option
 @click.option("--id", "entry_id", required=True, help="Entry id, e.g. multi_turn_base_2.")
 @click.option("--model", default=None,
               help="Model: registry name (openai/gpt-oss-120b) or folder name; needed when several hold "
                    "this category.")
-@_data_option
+@data_option
 @click.option("--json", "as_json", is_flag=True, help="Print the explanation as JSON.")
 def explain(result_dir: Path | None, entry_id: str, model: str | None, data: str | None, as_json: bool) -> None:
     """Explain one entry's verdict turn by turn: calls, results, state diff, missing responses."""
     from bfcl_safe.checker.explain import explain_entry, render_json, render_text
 
-    result_dir = _existing_dir(_under_root(result_dir, "result"), "--result-dir")
-    dataset = _open_dataset(data)
+    result_dir = _existing_dir(under_root(result_dir, "result"), "--result-dir")
+    dataset = open_dataset(data)
     say = Messages()
     explanation = explain_entry(result_dir, entry_id, dataset,
                                 model=folder_for_model(model) if model is not None else None, report=say.note)
     click.echo(json_shown(render_json(explanation)) if as_json else shown_lines(render_text(explanation)))
 
 
-@main.group(cls=BoundaryGroup)
+@click.group()
 def data() -> None:
     """Manage the pinned dataset (bfcl-eval==2026.3.23)."""
 
@@ -665,7 +608,7 @@ def fetch(wheel: Path | None) -> None:
 
 
 @data.command()
-@_data_option
+@data_option
 def info(data: str | None) -> None:
     """Show where the dataset comes from, whether it is the pinned one, and what it holds."""
     dataset = Dataset.open(data)
@@ -682,9 +625,3 @@ def info(data: str | None) -> None:
         lines.append(f"  {category}: {len(dataset.entries(category))} entries")
     lines.append(f"cache folder: {shown(default_cache_dir())}")
     click.echo("\n".join(lines))
-
-
-if __name__ == "__main__":
-    from bfcl_safe.checker.command import run
-
-    run()

@@ -4,7 +4,7 @@
 and the method table its calls run through (:meth:`Side.create`, :meth:`Side.run`,
 :meth:`Side.state`). The scorer (:mod:`~bfcl_safe.checker.verdict`) runs two of them per
 entry; the play API (:mod:`~bfcl_safe.checker.play`, :class:`~bfcl_safe.checker.play.Episode`,
-what agents and RL use) is built on top. ``Episode`` is still importable from here.
+what agents and RL use) is built on top.
 
 A side owns all its state: many sides, of the same entry too, can run in threads at the
 same time. (MathAPI's ``logarithm`` sets mpmath's process-wide precision, as in the
@@ -18,9 +18,7 @@ import contextlib
 import threading
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from bfcl_safe.checker.openai_format import (  # noqa: F401 - re-exported for older callers
-    ADDITIONAL_FUNCTION_PROMPT, MESSAGE_MODES, docs_at_turn, messages_at_turn, missed_docs,
-)
+from bfcl_safe.checker.openai_format import docs_at_turn, messages_at_turn
 from bfcl_safe.interp import MethodTable, run_step
 from bfcl_safe.interp.errors import BfclSafeError
 from bfcl_safe.interp.execute import Call
@@ -194,12 +192,3 @@ class Side:
         self._names = names
         self.table = MethodTable(list(instances.values()), names)
         self._lock = mpmath_lock(instances)
-
-
-def __getattr__(name: str) -> Any:
-    # ``from bfcl_safe.checker.episode import Episode`` (the play API lives in checker/play.py).
-    if name in ("Episode", "StepResult", "TurnOutcome"):
-        from bfcl_safe.checker import play
-
-        return getattr(play, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -18,7 +18,8 @@ from typing import Any, Callable, Sequence
 from bfcl_safe.checker.contract import ENTRY_ID, MULTI_TURN_CATEGORIES
 from bfcl_safe.checker.dataset import Dataset
 from bfcl_safe.checker.decoders import DECODERS
-from bfcl_safe.checker.episode import missed_docs, plain, turn_messages
+from bfcl_safe.checker.episode import plain, turn_messages
+from bfcl_safe.checker.openai_format import missed_docs
 from bfcl_safe.checker.decoders.models import decoder_for_model
 from bfcl_safe.checker.runner import find_result_files, read_result_lines
 from bfcl_safe.checker.terminal import shown

@@ -65,8 +65,9 @@ import attrs
 
 from bfcl_safe.checker import openai_format
 from bfcl_safe.checker.episode import (
-    MAXIMUM_STEP_LIMIT, EpisodeError, Side, missed_docs, mpmath_lock, turn_messages, visible_tools,
+    MAXIMUM_STEP_LIMIT, EpisodeError, Side, mpmath_lock, turn_messages, visible_tools,
 )
+from bfcl_safe.checker.openai_format import missed_docs
 from bfcl_safe.checker.verdict import Verdict, force_terminated_verdict, is_empty_step, new_sides, turn_failure
 from bfcl_safe.interp import limits
 from bfcl_safe.interp.budget import Budget

@@ -32,7 +32,7 @@ DEFAULT_IDS = ["multi_turn_base_0", "multi_turn_base_1", "multi_turn_miss_func_0
 def main(argv: Sequence[str] | None = None, log: Callable[[str], None] = print) -> int:
     from click.testing import CliRunner
 
-    from bfcl_safe.checker.cli import main as bfcl_safe
+    from bfcl_safe.cli import main as bfcl_safe
     from bfcl_safe.checker.contract import MULTI_TURN_CATEGORIES, category_of
     from bfcl_safe.checker.dataset import Dataset
     from tests.scripted_server import EntryScript, ScriptedServer, mixed_policy, truth_policy

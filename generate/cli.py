@@ -1,7 +1,7 @@
 """``bfcl-safe generate``: BFCL's multi-turn inference against an OpenAI-compatible
 endpoint, the model's calls run by bfcl-safe's interpreter (never ``eval``).
 
-Registered in the ``bfcl-safe`` group by :mod:`bfcl_safe.checker.cli`; its errors go
+Registered in the ``bfcl-safe`` group by :mod:`bfcl_safe.cli`; its errors go
 through that group's one boundary (one line, never a traceback).
 """
 
@@ -107,8 +107,8 @@ def generate(ctx: click.Context, model: str, base_url: str | None, api_key_env: 
         raise click.BadParameter("MIN and MAX must satisfy 0 <= MIN <= MAX", param_hint="'--retry-wait'")
     chosen, notices = checker_cli.select_categories(categories)
     root = checker_cli.project_root()
-    result_dir = checker_cli._under_root(result_dir, "result")
-    wanted_ids = checker_cli._split(ids)
+    result_dir = checker_cli.under_root(result_dir, "result")
+    wanted_ids = checker_cli.split_values(ids)
     if run_ids:
         wanted_ids += [i for i in _ids_from_file(root) if i not in wanted_ids]
     for notice in notices:
@@ -117,7 +117,7 @@ def generate(ctx: click.Context, model: str, base_url: str | None, api_key_env: 
         bad = [i for i in wanted_ids if not _is_multi_turn_id(i)]
         if bad:
             raise click.BadParameter(f"not a multi-turn entry id: {shown(bad[0])!r}", param_hint="'--ids'")
-    dataset = checker_cli._open_dataset(data)
+    dataset = checker_cli.open_dataset(data)
     plan = plan_run(dataset, model=model, mode=mode, categories=chosen, ids=wanted_ids, result_dir=result_dir,
                     temperature=temperature, allow_overwrite=allow_overwrite)
     where = plan.result_dir / plan.folder
@@ -169,7 +169,7 @@ def generate(ctx: click.Context, model: str, base_url: str | None, api_key_env: 
                    f"{shown(where)}", err=True)
     if then_evaluate:
         ctx.invoke(checker_cli.evaluate, models=(plan.folder,), categories=tuple(plan.categories),
-                   result_dir=plan.result_dir, score_dir=checker_cli._under_root(score_dir, "score"),
+                   result_dir=plan.result_dir, score_dir=checker_cli.under_root(score_dir, "score"),
                    partial_eval=bool(wanted_ids), data=data, decoder=plan.model.mode)
 
 

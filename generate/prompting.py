@@ -146,7 +146,7 @@ def prompting_decode_error(step: Any) -> str | None:
         return f"'{type(step).__name__}' object has no attribute 'strip'"
     from bfcl_safe.checker.decoders.prompting import bracketed
     from bfcl_safe.interp import limits
-    from bfcl_safe.interp.text import bracket_depth
+    from bfcl_safe.interp.lexical import bracket_depth
 
     text = bracketed(step)
 

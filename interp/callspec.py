@@ -101,10 +101,6 @@ class Operation:
 DEFERRED = frozenset({CallSpec, NameRef, SourceString, Container, Failure, Operation})
 
 
-def is_deferred(value: Any) -> bool:
-    return type(value) in DEFERRED
-
-
 def sequence_value(kind: type, items: list) -> Any:
     """What a list, tuple or set display of converted items is: a :class:`Container`
     when an item is deferred, else the value itself (for a set of unhashable items, the

@@ -19,7 +19,7 @@ from bfcl_safe.interp.callspec import (
     NOT_CALL, CallSpec, Failure, NameRef, Operation, SourceString, dict_value, make_spec, sequence_value,
 )
 from bfcl_safe.interp.errors import RejectedInput
-from bfcl_safe.interp.text import REWRITE_PATTERN, bracket_depth
+from bfcl_safe.interp.lexical import REWRITE_PATTERN, bracket_depth
 
 _CONSTANTS = {"True": True, "False": False, "None": None}
 _EMPTY_MODULE = cst.Module(body=[])

@@ -26,7 +26,7 @@ from bfcl_safe.interp import limits
 from bfcl_safe.interp.builtins import check_depth
 from bfcl_safe.interp.callspec import CallSpec, NameRef, SourceString, dict_value, make_spec, sequence_value
 from bfcl_safe.interp.errors import RejectedInput
-from bfcl_safe.interp.text import REWRITE_PATTERN
+from bfcl_safe.interp.lexical import REWRITE_PATTERN
 
 
 def _is_plain_identifier(name: str) -> bool:

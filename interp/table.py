@@ -9,7 +9,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Mapping, Sequence
 
 from bfcl_safe.interp.fastparse import decode_simple_literal
-from bfcl_safe.interp.text import REWRITE_PATTERN
+from bfcl_safe.interp.lexical import REWRITE_PATTERN
 from bfcl_safe.interp.tools import tool_names
 
 

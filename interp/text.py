@@ -16,7 +16,6 @@ Ground truth and the decoders' texts use only the literal part.
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 from typing import Any
 
@@ -24,97 +23,10 @@ from bfcl_safe.interp import limits
 from bfcl_safe.interp.callspec import CallSpec, NameRef, SourceString, dict_value, sequence_value
 from bfcl_safe.interp.errors import RejectedInput
 from bfcl_safe.interp.fastparse import parse_tree
+from bfcl_safe.interp.lexical import REWRITE_PATTERN, bracket_depth
 
-#: An identifier followed by ``(``: what the reference's instance-name rewrite touches.
-REWRITE_PATTERN = re.compile(r"\b([a-zA-Z_]\w*)\s*(?=\()")
 #: Texts up to this length are cached (ground truth repeats across every model scored).
 CACHED_TEXT_LENGTH = 4096
-
-
-#: Tokens for :func:`bracket_depth`: just enough of Python's to tell brackets,
-#: operators and separators from the text of string literals and comments.
-_DEPTH_TOKEN = re.compile(
-    r"""
-    (?P<string>'\'\'[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*(?:'\'\'|\\?\Z)
-              |\"\"\"[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*(?:\"\"\"|\\?\Z)
-              |'[^'\\]*(?:\\.[^'\\]*)*(?:'|\\?\Z)|"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z))
-  | (?P<comment>\#[^\n]*)
-  | (?P<word>[^\W\d]\w*)
-  | (?P<number>\d[\w.]*)
-  | (?P<open>[(\[{])
-  | (?P<close>[)\]}])
-  | (?P<op>\*\*|//|<<|>>|<=|>=|==|!=|->|:=|[-+*/%@&|^~<>!.])
-  | (?P<separator>[,:;=])
-  | (?P<space>\s+|\\)
-  | (?P<other>.)
-    """,
-    re.VERBOSE | re.DOTALL,
-)
-#: Words that chain operands like operators do (libcst nests one node per use).
-_OPERATOR_WORDS = frozenset({"not", "and", "or", "if", "else", "lambda", "in", "is", "await", "for", "yield"})
-_STRING_PREFIXES = frozenset({"r", "u", "b", "f", "br", "rb", "fr", "rf"})
-
-
-def bracket_depth(text: str) -> int:
-    """How deep libcst would nest ``text``, cheaply, before it is asked to parse it:
-    the deepest bracket nesting outside string literals and comments, or the longest
-    chain of operators, trailers (``f()()``, ``x[0][0]``) and implicitly concatenated
-    strings along one path of brackets, whichever is larger. libcst recurses on every
-    level of either (quadratic time, then a native stack overflow that kills the
-    process), so this is the guard in front of it."""
-    depth = deepest = 0
-    stack: list[int] = []  # the chain of each enclosing bracket level when it opened
-    base = chain = longest = 0  # chains summed over enclosing levels; this level's chain
-    after_string = after_close = False
-    lambdas = 0  # lambdas whose ":" is still to come (it does not end the chain)
-    for token in _DEPTH_TOKEN.finditer(text):
-        kind = token.lastgroup
-        if kind == "space" or kind == "comment":
-            continue
-        if kind == "string":
-            if after_string:
-                chain += 1  # implicit concatenation
-            after_string = True
-            after_close = False
-        elif kind == "word":
-            end = token.end()
-            if text[end : end + 1] in ("'", '"') and token.group().lower() in _STRING_PREFIXES:
-                continue  # a string prefix: the string token follows
-            if token.group() in _OPERATOR_WORDS:
-                chain += 1
-                lambdas += token.group() == "lambda"
-            after_string = after_close = False
-        elif kind == "open":
-            if after_close or after_string:
-                chain += 1  # a trailer on a call, subscript or string: f()(), x[0][0]
-            stack.append(chain)
-            base += chain
-            chain = 0
-            depth += 1
-            if depth > deepest:
-                deepest = depth
-            after_string = after_close = False
-        elif kind == "close":
-            if stack:
-                chain = stack.pop()
-                base -= chain
-            depth -= 1
-            after_close = True
-            after_string = False
-        elif kind == "separator":
-            if token.group() == ":" and lambdas:
-                lambdas -= 1
-            else:
-                chain = 0
-            after_string = after_close = False
-        elif kind == "op":
-            chain += 1
-            after_string = after_close = False
-        else:
-            after_string = after_close = False
-        if base + chain > longest:
-            longest = base + chain
-    return max(deepest, longest)
 
 
 def _parse(text: str) -> CallSpec:

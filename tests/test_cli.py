@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bfcl_safe.checker.cli import main
+from bfcl_safe.cli import main
 from tests.checker_support import REAL_MODEL, REAL_RUN, real_results_subset
 from tests.refenv import wheel
 
@@ -172,7 +172,7 @@ def test_an_unreadable_result_file_is_reported_and_the_others_are_scored(runner,
 
 
 def test_the_command_process_exit_codes_and_messages(tmp_path):
-    """``python -m bfcl_safe.checker`` (what the ``bfcl-safe`` script runs): output flushed before
+    """``python -m bfcl_safe`` (what the ``bfcl-safe`` script runs): output flushed before
     the immediate exit, click's exit codes kept."""
     import os
     import subprocess
@@ -182,11 +182,11 @@ def test_the_command_process_exit_codes_and_messages(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])))
 
     def command(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "bfcl_safe.checker", *args], capture_output=True, text=True, env=env,
+        return subprocess.run([sys.executable, "-m", "bfcl_safe", *args], capture_output=True, text=True, env=env,
                               cwd=tmp_path, timeout=120)
 
     version = command("--version")
-    assert version.returncode == 0 and version.stdout.startswith("python -m bfcl_safe.checker, version ")
+    assert version.returncode == 0 and version.stdout.startswith("python -m bfcl_safe, version ")
     usage = command("evaluate")  # the default result/ under the current directory is not there
     assert usage.returncode == 2 and "result does not exist" in usage.stderr
     failure = command("evaluate", "--result-dir", str(tmp_path), "--score-dir", str(tmp_path / "s"),

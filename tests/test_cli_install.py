@@ -28,4 +28,4 @@ def test_every_package_folder_is_installed():
 
 def test_the_console_script_is_the_command_with_its_boundary():
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    assert config["project"]["scripts"]["bfcl-safe"] == "bfcl_safe.checker.command:run"
+    assert config["project"]["scripts"]["bfcl-safe"] == "bfcl_safe.cli:run"

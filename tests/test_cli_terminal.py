@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bfcl_safe.checker.cli import main
+from bfcl_safe.cli import main
 from bfcl_safe.checker.replay import ground_truth_as_fc, ground_truth_as_prompting
 from bfcl_safe.checker.terminal import ProgressLine, json_shown, shown, shown_lines
 from tests.checker_support import dataset

@@ -107,7 +107,7 @@ def outcome(function, text):
 from bfcl_safe.checker.decoders.guard import check_libcst_input
 from bfcl_safe.checker.results_io import LineProblem, parse_line
 from bfcl_safe.interp.errors import RejectedInput
-from bfcl_safe.interp.text import bracket_depth
+from bfcl_safe.interp.lexical import bracket_depth
 
 def scanned(function, text):
     try:

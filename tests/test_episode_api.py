@@ -13,7 +13,8 @@ import threading
 
 import pytest
 
-from bfcl_safe.checker.episode import ADDITIONAL_FUNCTION_PROMPT, MAXIMUM_STEP_LIMIT, plain
+from bfcl_safe.checker.episode import MAXIMUM_STEP_LIMIT, plain
+from bfcl_safe.checker.openai_format import ADDITIONAL_FUNCTION_PROMPT
 from bfcl_safe.checker.play import (
     ArgumentError, Episode, EpisodeError, EpisodeOverError, StepInputError, TurnEnd, TurnOverError,
 )

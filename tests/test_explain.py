@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bfcl_safe.checker.cli import main
+from bfcl_safe.cli import main
 from bfcl_safe.checker.explain import state_diff
 from tests.refenv import REAL_RESULTS, wheel
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from bfcl_safe.checker.cli import main
+from bfcl_safe.cli import main
 from bfcl_safe.generate.client import RetryPolicy
 from bfcl_safe.generate.inference import decode_reply, serializable
 from bfcl_safe.generate.prompting import (

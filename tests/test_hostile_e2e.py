@@ -226,9 +226,9 @@ def _limit_resources() -> None:
 
 
 def _evaluate(result_dir: Path, score_dir: Path, canary: Path, jobs: int) -> dict:
-    """Run ``python -m bfcl_safe.checker evaluate`` under the limits, with the canary as cwd."""
+    """Run ``python -m bfcl_safe evaluate`` under the limits, with the canary as cwd."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-    command = [sys.executable, "-m", "bfcl_safe.checker", "evaluate", "--result-dir", str(result_dir),
+    command = [sys.executable, "-m", "bfcl_safe", "evaluate", "--result-dir", str(result_dir),
                "--score-dir", str(score_dir), "--data", str(wheel()), "--partial", "--jobs", str(jobs)]
     started = time.monotonic()
     try:

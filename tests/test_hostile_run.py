@@ -9,7 +9,7 @@ items 1, 5 and 8; issue 19 items 1-3 and 7).
 - Reading only regular files, lines and files within their limits.
 - Writing only under the score dir: symlinks in the way, a score dir overlapping the
   result dir, a folder named like the CSV, planted score files, CSV injection.
-- End to end through ``python -m bfcl_safe.checker evaluate`` in a child process under a
+- End to end through ``python -m bfcl_safe evaluate`` in a child process under a
   2 GB address-space limit and 120 s, with ``--jobs 1`` and ``--jobs 2``: a tree built
   here holding FIFOs, device links, non-UTF-8 and CSV-breaking folder names, a 1,200-level
   folder chain, lines far beyond the size and depth limits and an entry whose state is
@@ -466,7 +466,7 @@ def _limit_resources() -> None:
 
 def _evaluate(result_dir: Path, score_dir: Path, jobs: int, cwd: Path) -> dict:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-    command = [sys.executable, "-m", "bfcl_safe.checker", "evaluate", "--result-dir", str(result_dir),
+    command = [sys.executable, "-m", "bfcl_safe", "evaluate", "--result-dir", str(result_dir),
                "--score-dir", str(score_dir), "--data", str(wheel()), "--partial-eval", "--jobs", str(jobs)]
     started = time.monotonic()
     try:

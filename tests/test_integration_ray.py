@@ -155,7 +155,7 @@ def test_the_ray_rollouts_example_passes_every_entry(local_ray):
 def test_evaluate_ray_address_writes_the_serial_runs_files(local_ray, tmp_path):
     from click.testing import CliRunner
 
-    from bfcl_safe.checker.cli import main
+    from bfcl_safe.cli import main
 
     result_dir = real_results_subset(tmp_path, 20)
     args = ["evaluate", "--result-dir", str(result_dir), "--data", str(wheel()), "--partial-eval"]

@@ -14,7 +14,7 @@ from typing import Any
 
 from click.testing import CliRunner
 
-from bfcl_safe.checker.cli import main
+from bfcl_safe.cli import main
 from bfcl_safe.checker.replay import ground_truth_as_fc, ground_truth_as_prompting
 from tests.checker_support import dataset
 from tests.refenv import wheel

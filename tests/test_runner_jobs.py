@@ -107,7 +107,7 @@ def _write_tree(root: Path) -> Path:
 
 def _evaluate(result_dir: Path, score_dir: Path, jobs: int, *extra: str) -> dict:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-    done = subprocess.run([sys.executable, "-m", "bfcl_safe.checker", "evaluate", "--result-dir", str(result_dir),
+    done = subprocess.run([sys.executable, "-m", "bfcl_safe", "evaluate", "--result-dir", str(result_dir),
                            "--score-dir", str(score_dir), "--data", str(wheel()), "--jobs", str(jobs), *extra],
                           capture_output=True, env=env, timeout=300)
     files = {path.relative_to(score_dir).as_posix(): path.read_bytes()

@@ -11,7 +11,7 @@ import re
 
 from bfcl_safe.checker.decoders.base import DecodeError
 from bfcl_safe.interp import limits
-from bfcl_safe.interp.text import bracket_depth
+from bfcl_safe.interp.lexical import bracket_depth
 
 #: String literals (with their prefix) and comments, found the way ``bracket_depth``
 #: finds them (an unterminated string runs to the end, a lone trailing backslash
@@ -57,7 +57,7 @@ def _replacement_fields(body: str) -> str:
 
 
 def libcst_depth(text: str, level: int = 0) -> int:
-    """:func:`~bfcl_safe.interp.text.bracket_depth` with f-strings looked into: libcst
+    """:func:`~bfcl_safe.interp.lexical.bracket_depth` with f-strings looked into: libcst
     parses the expressions of an f-string's fields (``f'{x[0][0]...}'``: a subscript chain
     that costs libcst seconds), which ``bracket_depth`` skips as string text. Each
     f-string adds its fields' own depth (an upper bound: as if it sat at the text's

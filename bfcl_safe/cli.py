@@ -1,0 +1,197 @@
+"""The ``bfcl-safe`` command, assembled at the top: the click group :func:`main` with the
+command's one error boundary (:class:`BoundaryGroup`), the commands registered into it,
+and :func:`run`, the console script (also ``python -m bfcl_safe``).
+
+The commands live with what they drive: ``evaluate``, ``explain``, ``demo`` and ``data``
+in :mod:`bfcl_safe.checker.cli` (with the option helpers and errors every command shares),
+``generate`` in :mod:`bfcl_safe.generate.cli`. Only this module, above every package,
+imports them all (each when it is named or listed: :data:`LAZY_COMMANDS`); no package
+imports this one.
+
+The boundary catches every error of every command, once:
+
+- an error bfcl-safe raises on purpose (:class:`~bfcl_safe.interp.errors.BfclSafeError`)
+  becomes ``Error: <one line>`` and exit status 1 (:class:`~bfcl_safe.checker.cli.CommandError`);
+- anything else is a bug: ``Internal error: <exception type> ...`` on one line, asking
+  for a report, exit status 70 (:class:`InternalError`; never a traceback);
+- Ctrl-C says which score files were written and which were not (exit status 130).
+
+Exit statuses: 0 scoring completed (whatever the accuracy); 1 could not score (bad
+path, no dataset, unreadable layout); 2 usage error (click); 3 scoring completed but
+some result files were refused and not scored (e.g. entries missing without
+``--partial-eval``); 70 internal error; 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+import os
+import sys
+from typing import IO, TYPE_CHECKING, Any, Callable
+
+import click
+
+#: The collector's thresholds while the command runs: a collection every 200,000 net
+#: allocations of containers instead of 700 (``benchmarks/bench_memory.py`` measures
+#: the peak with these settings; cyclic garbage is still collected).
+GC_THRESHOLDS = (200_000, 20, 100)
+
+if TYPE_CHECKING:
+    from bfcl_safe.checker.parallel import Pool
+
+
+class InternalError(click.ClickException):
+    """An exception bfcl-safe did not mean to raise: one line naming its type."""
+
+    def __init__(self, error: BaseException):
+        from bfcl_safe.checker.cli import EXIT_INTERNAL
+        from bfcl_safe.checker.terminal import shown
+
+        self.exit_code = EXIT_INTERNAL
+        self.error = error
+        detail = shown(str(error))
+        if len(detail) > 200:
+            detail = detail[:200] + "..."
+        super().__init__(
+            f"{type(error).__name__}{': ' + detail if detail else ''} (a bug in bfcl-safe; please report it "
+            "on the repository's issue tracker with the command you ran)"
+        )
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        click.echo(f"Internal error: {self.format_message()}", err=True)
+
+
+def _checker_command(name: str) -> click.Command:
+    from bfcl_safe.checker import cli as commands
+
+    command = getattr(commands, name)
+    assert isinstance(command, click.Command)
+    return command
+
+
+def _generate_command() -> click.Command:
+    from bfcl_safe.generate.cli import generate
+
+    return generate
+
+
+#: The group's commands, each imported when it is named or listed: name -> a function
+#: returning the command. ``generate`` needs the optional ``openai`` extra, and scoring
+#: never loads it.
+LAZY_COMMANDS: dict[str, Callable[[], click.Command]] = {
+    "data": functools.partial(_checker_command, "data"),
+    "demo": functools.partial(_checker_command, "demo"),
+    "evaluate": functools.partial(_checker_command, "evaluate"),
+    "explain": functools.partial(_checker_command, "explain"),
+    "generate": _generate_command,
+}
+
+
+class BoundaryGroup(click.Group):
+    """The click group that is the command's one error boundary (see the module docstring),
+    and where the :data:`LAZY_COMMANDS` are found."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        from bfcl_safe.checker.cli import escape_click_message
+
+        try:
+            return super().make_context(*args, **kwargs)
+        except click.ClickException as error:
+            escape_click_message(error)
+            raise
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *LAZY_COMMANDS})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in LAZY_COMMANDS and name not in self.commands:
+            self.add_command(LAZY_COMMANDS[name](), name)
+        return super().get_command(ctx, name)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        from bfcl_safe.checker import cli as commands
+        from bfcl_safe.checker.cli import CommandError, Interrupted, escape_click_message
+        from bfcl_safe.interp.errors import BfclSafeError
+
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.Abort):
+            raise
+        except click.ClickException as error:
+            escape_click_message(error)
+            raise
+        except BfclSafeError as error:
+            raise CommandError(str(error)) from None
+        except KeyboardInterrupt:
+            raise Interrupted(commands.interrupted_message()) from None
+        except Exception as error:  # noqa: BLE001 - the boundary: a bug, shown as one line
+            raise InternalError(error) from None
+        finally:
+            commands.forget_runs()
+
+
+def _open_ray_pool(address: str, data: str | None, jobs: int) -> "Pool":
+    """``evaluate --ray-address``: connect to Ray and start ``jobs`` scoring actors
+    (:mod:`bfcl_safe.integrations.ray`; ``MissingExtra`` without the ray extra)."""
+    from bfcl_safe.integrations.ray import RayPool, connect
+
+    connect(address)
+    return RayPool(data, jobs)
+
+
+@click.group(cls=BoundaryGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="bfcl-safe")
+@click.pass_context
+def main(ctx: click.Context) -> None:
+    """Score (and generate) BFCL multi-turn results safely: no model text is ever executed.
+
+    Errors are one line (Error: ...); names and texts from files and models are shown with
+    control characters escaped. See 'bfcl-safe COMMAND --help'."""
+    from bfcl_safe.checker.cli import RAY_POOL_OPENER
+
+    ctx.meta[RAY_POOL_OPENER] = _open_ray_pool
+
+
+def run() -> None:
+    """Run the command and exit. Everything is written and closed by the time the
+    command returns; tearing down the interpreter's objects one by one (tens of
+    milliseconds after a run) would only delay the exit.
+
+    No collection runs while the commands' modules are imported (they create tens of
+    thousands of objects that live as long as the process, and with Python's default
+    settings the collector would scan them again and again while they are created);
+    what they created is then left out of the collector's scans (``gc.freeze``), and
+    scoring, which allocates many short-lived containers, is collected less often
+    (:data:`GC_THRESHOLDS`)."""
+    gc.disable()
+    try:
+        try:
+            from bfcl_safe.checker import cli  # noqa: F401 - the commands' modules, imported now
+        finally:
+            gc.freeze()
+            gc.set_threshold(*GC_THRESHOLDS)
+            gc.enable()
+        main()
+    except SystemExit as exc:
+        code = exc.code
+    except KeyboardInterrupt:  # before the command's own boundary was reached
+        print("Interrupted: nothing was written", file=sys.stderr)
+        code = 130
+    except Exception as exc:  # noqa: BLE001 - last guard: the click group's boundary catches the rest
+        print(f"Internal error: {type(exc).__name__} while starting bfcl-safe (a bug; please report it)",
+              file=sys.stderr)
+        code = 70
+    else:
+        code = 0
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):
+        print(code, file=sys.stderr)
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe or stream: nothing more can be said
+            pass
+    os._exit(code)

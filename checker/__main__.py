@@ -1,5 +1,0 @@
-"""``python -m bfcl_safe.checker``: the ``bfcl-safe`` command."""
-
-from bfcl_safe.checker.command import run
-
-run()
