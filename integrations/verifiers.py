@@ -37,9 +37,11 @@ package installs):
   backends (never as code) and their results go back as ``tool`` messages; a reply
   without tool calls (or one that does not decode) ends the turn, which ends the
   harness segment. BFCL's 20-step limit force-terminates the episode. With ``decoder``
-  set, the model is a prompting model: no tools are sent, BFCL's prompting system prompt
-  is, the reply's text is decoded with that decoder and the results come back as one
-  ``user`` message.
+  set (a model served without a tool-call parser, whose calls come back as text), the
+  tools are sent the same way, the reply's text is decoded with that decoder (as
+  ``bfcl-safe evaluate`` decodes such a model's result) and the results come back as one
+  ``user`` message, as BFCL's prompting handlers send them. BFCL's prompting mode proper
+  (its system prompt listing the tools, no tools in the request) is not offered here.
 - :class:`BfclEnv` — ``run(task, agents)`` opens the agent's interaction, takes the
   opening segment, then sends the next turn's user messages with ``interaction.turn()``
   whenever a turn ended and the episode goes on.
@@ -108,7 +110,7 @@ class BfclData(vf.TaskData):
     #: The model folder name ``evaluate`` would score the results under (None: neutral names).
     owner: str | None = None
     #: None: an FC model (OpenAI tool calls); else a decoder of ``checker.decoders.DECODERS``
-    #: for a prompting model's text.
+    #: for a model that writes its calls as text.
     decoder: str | None = None
 
 
@@ -224,13 +226,12 @@ class BfclTaskset(vf.Taskset[BfclTask, BfclTasksetConfig]):
         config = self.config
         _check_decoder(config.decoder)
         dataset = _dataset(config.data)
-        mode = "fc" if config.decoder is None else "prompting"
         count = 0
         for category, entry in selected_entries(dataset, chosen_categories(config.categories), config.ids):
             if config.limit is not None and count >= config.limit:
                 return
             episode = Episode.from_entry(entry["id"], dataset)
-            yield BfclTask(BfclData(id=entry["id"], name=entry["id"], prompt=episode.messages(0, mode=mode),
+            yield BfclTask(BfclData(id=entry["id"], name=entry["id"], prompt=episode.messages(0),
                                     entry_id=entry["id"], category=category, turns=episode.turn_count,
                                     data=config.data, owner=config.owner, decoder=config.decoder),
                            config.task)
@@ -241,15 +242,11 @@ class BfclTaskset(vf.Taskset[BfclTask, BfclTasksetConfig]):
 
 
 class _Chat(Conversation):
-    """A Conversation that also plays a prompting model's text (``decoder`` set)."""
+    """A Conversation that also plays a model's tool calls written as text (``decoder`` set)."""
 
     def __init__(self, episode: Episode, decoder: str | None):
         super().__init__(episode)
         self.decoder = decoder
-        self.mode = "fc" if decoder is None else "prompting"
-
-    def opening(self) -> list[dict]:
-        return self.episode.messages(0, mode=self.mode)
 
     def play(self, message: dict) -> tuple[list[dict], list[dict], bool]:
         """One assistant message as a step: ``(messages of its results, the next turn's
@@ -264,7 +261,7 @@ class _Chat(Conversation):
         if step.turn_over:
             self.outcomes.append(self.episode.end_turn())
             if not self.episode.done:
-                following = self.episode.messages(mode=self.mode)
+                following = self.episode.messages()
         return [dict(item) for item in step.messages], following, step.turn_over
 
 
@@ -297,8 +294,8 @@ class BfclSession(vf.HarnessSession):
         if not isinstance(entry_id, str):
             raise HarnessError("the bfcl_multi_turn harness plays bfcl_multi_turn tasks only")
         _check_decoder(decoder)
-        self.chat_state = _Chat(Episode.from_entry(entry_id, _dataset(getattr(data, "data", None)),
-                                                   owner=getattr(data, "owner", None)), decoder)
+        dataset = _dataset(getattr(data, "data", None))
+        self.chat_state = _Chat(Episode.from_entry(entry_id, dataset, owner=getattr(data, "owner", None)), decoder)
         self.chat: list[dict] = []
         self.client = httpx.AsyncClient(timeout=httpx.Timeout(self.harness.config.request_timeout))
 
@@ -333,8 +330,9 @@ class BfclSession(vf.HarnessSession):
 
     async def _ask(self) -> dict:
         body: dict[str, Any] = {"model": self.ctx.model, "messages": self.chat}
-        if self.chat_state.decoder is None:
-            body["tools"] = self.chat_state.tools()
+        tools = self.chat_state.tools()
+        if tools:  # BFCL sends no tools key when none are visible
+            body["tools"] = tools
         response = await self.client.post(f"{self.endpoint.rstrip('/')}/chat/completions", json=body,
                                           headers={"Authorization": f"Bearer {self.secret}"})
         if response.status_code != 200:
@@ -368,7 +366,7 @@ class BfclSession(vf.HarnessSession):
 
 
 class BfclHarness(vf.Harness[BfclHarnessConfig]):
-    """BFCL's FC (or prompting) inference loop, in-process (see the module docstring)."""
+    """BFCL's FC inference loop, in-process (see the module docstring)."""
 
     APPENDS_SYSTEM_PROMPT = True
     SUPPORTS_RESUME = True
@@ -426,7 +424,7 @@ def load_environment(
     ``categories``: a name or names of the four multi-turn categories (default: all four);
     ``ids``: only these entry ids; ``limit``: at most this many tasks (in dataset order);
     ``decoder``: None for an FC model (OpenAI tool calls), else a decoder of
-    ``bfcl_safe.checker.decoders.DECODERS`` reading a prompting model's text; ``data``: a
+    ``bfcl_safe.checker.decoders.DECODERS`` reading calls the model writes as text; ``data``: a
     bfcl-eval wheel or folder for ``Dataset.open`` (default: the cache); ``owner``: the
     model folder name ``bfcl-safe evaluate`` would score the results under (decides BFCL's
     instance-name rewrite inside string arguments; None: neutral names);

@@ -17,6 +17,7 @@ import sys
 from collections import Counter
 from typing import Any, Callable
 
+import attrs
 import pytest
 import verifiers.v1 as vf  # the verifiers extra is in the test extra: no skip
 
@@ -57,33 +58,65 @@ class ScriptResponder:
         return message if isinstance(message, Reply) else Reply(200, completion(request, message))
 
 
-def play(table: dict[str, list], *, responder: Any = None, **env_args: Any) -> tuple[dict[str, Any], Any]:
-    """One episode per entry of ``table`` through verifiers' loop; ``({entry id: trace}, responder)``."""
-    responder = responder or ScriptResponder(table)
+class Played:
+    """What the scripted server saw over the rounds of one ``play``: ``player.sent`` (the
+    replies sent, per entry), ``requests`` and, per request, ``views`` (entry id, turn)."""
+
+    def __init__(self) -> None:
+        self.player = Player({})
+        self.requests: list[dict] = []
+        self.views: list[tuple[str, int]] = []
+
+
+def apart(table: dict[str, Any]) -> list[dict[str, Any]]:
+    """``table`` split so that no two entries of a group open with the same user messages
+    (the scripted server tells conversations apart by their user messages only)."""
+    groups: list[tuple[set, dict]] = []
+    for entry_id, value in table.items():
+        opening = json.dumps(dataset().entry(entry_id)["question"][0])
+        for openings, group in groups:
+            if opening not in openings:
+                openings.add(opening)
+                group[entry_id] = value
+                break
+        else:
+            groups.append(({opening}, {entry_id: value}))
+    return [group for _, group in groups]
+
+
+def play(table: dict[str, list], **env_args: Any) -> tuple[dict[str, Any], Played]:
+    """One episode per entry of ``table`` through verifiers' loop; ``({entry id: trace}, Played)``."""
     env = load_environment(ids=list(table), data=str(wheel()), owner=MODEL,
                            categories=sorted({entry_id.rsplit("_", 1)[0] for entry_id in table}), **env_args)
     tasks = {task.data.entry_id: task for task in env.taskset}
     assert set(tasks) == set(table)
-    with ScriptedServer(responder) as server:
-        ctx = vf.ModelContext(client=vf.EvalClientConfig(base_url=server.base_url, api_key_var="BFCL_SAFE_NO_KEY"),
-                              model="scripted")
+    traces: dict[str, Any] = {}
+    played = Played()
+    for group in apart(table):
+        responder = ScriptResponder(group)
+        with ScriptedServer(responder) as server:
+            ctx = vf.ModelContext(client=vf.EvalClientConfig(base_url=server.base_url,
+                                                             api_key_var="BFCL_SAFE_NO_KEY"), model="scripted")
 
-        async def run_all() -> dict[str, Any]:
-            gate = asyncio.Semaphore(CONCURRENCY)
+            async def run_all() -> dict[str, Any]:
+                gate = asyncio.Semaphore(CONCURRENCY)
 
-            async def one(entry_id: str) -> tuple[str, Any]:
-                async with gate:
-                    episode = await env.run_episode(tasks[entry_id], ctx)
-                assert episode.errors == [], episode.errors
-                (trace,) = episode.traces
-                return entry_id, trace
+                async def one(entry_id: str) -> tuple[str, Any]:
+                    async with gate:
+                        episode = await env.run_episode(tasks[entry_id], ctx)
+                    assert episode.errors == [], episode.errors
+                    (trace,) = episode.traces
+                    return entry_id, trace
 
-            async with env.serving():
-                return dict(await asyncio.gather(*(one(entry_id) for entry_id in table)))
+                async with env.serving():
+                    return dict(await asyncio.gather(*(one(entry_id) for entry_id in group)))
 
-        traces = asyncio.run(run_all())
-        responder.requests = list(server.requests)
-    return traces, responder
+            traces.update(asyncio.run(run_all()))
+            played.player.sent.update(responder.player.sent)
+            for request in server.requests:
+                played.requests.append(request)
+                played.views.append(next((v.entry_id, v.turn) for v in responder.finder.views(request)))
+    return traces, played
 
 
 def rounds(items: list[tuple[str, str, list]]) -> list[dict[str, tuple[str, list]]]:
@@ -116,10 +149,10 @@ def test_ground_truth_episodes_get_reward_one_and_equal_evaluate(category):
             disagreements.append((entry_id, trace.reward, summary, verdict))
     assert disagreements == []
     # The tools offered at each call are BFCL's OpenAI tools for that turn (held-out ones from their turn on).
-    for request in responder.requests[:40]:
-        (view,) = responder.finder.views(request)
-        from bfcl_safe.checker.openai_format import tools_for_turn
-        assert request["tools"] == tools_for_turn(dataset().prompt_entry(view.entry_id), view.turn)
+    from bfcl_safe.checker.openai_format import tools_for_turn
+
+    for request, (entry_id, turn) in list(zip(responder.requests, responder.views))[::7]:
+        assert request["tools"] == tools_for_turn(dataset().prompt_entry(entry_id), turn)
 
 
 @pytest.mark.parametrize("category", CATEGORIES)
@@ -339,3 +372,39 @@ def test_vf_eval_runs_the_environment_package(tmp_path):
     rewards = sorted((episode["task"]["data"]["entry_id"], trace["rewards"]["bfcl_verdict"]["score"])
                      for episode in episodes for trace in episode["traces"])
     assert rewards == [(ids[0], 1.0), (ids[1], 1.0)]
+
+
+@pytest.mark.parametrize("category", CATEGORIES)
+def test_a_model_writing_calls_as_text_is_read_with_its_decoder(category):
+    """``decoder="prompting"``: the tools are sent as for an FC model, the model's Python
+    call text is decoded, results come back as one user message; the ground truth as text
+    passes, as ``evaluate`` scores the same steps with that decoder."""
+    from bfcl_safe.checker.scoring import Context, score_item
+    from tests.scripted_server import truth_policy
+
+    ids = [entry["id"] for entry in dataset().entries(category)][:: 25 * every(1)][:8]
+    env = load_environment(ids=ids, categories=category, data=str(wheel()), owner=MODEL, decoder="prompting")
+    tasks = list(env.taskset)
+    def as_text(view: Any) -> dict:  # FC-mode turns, the ground truth written as Python call text
+        return truth_policy(attrs.evolve(view, mode="prompting"))
+
+    with ScriptedServer(EntryScript(dataset(), ids, "fc", as_text)) as server:
+        ctx = vf.ModelContext(client=vf.EvalClientConfig(base_url=server.base_url, api_key_var="BFCL_SAFE_NO_KEY"),
+                              model="scripted")
+
+        async def run() -> list[Any]:
+            async with env.serving():
+                return list(await asyncio.gather(*(env.run_episode(task, ctx) for task in tasks)))
+
+        episodes = asyncio.run(run())
+        requests = list(server.requests)
+    assert all(request["tools"] for request in requests)
+    assert any(m["role"] == "user" and m["content"].startswith("[{'role': 'tool'")
+               for request in requests for m in request["messages"])
+    for task, episode in zip(tasks, episodes):
+        assert episode.errors == []
+        (trace,) = episode.traces
+        entry_id = task.data.entry_id
+        line = score_item(dataset(), Context(MODEL, category, "prompting"), {"id": entry_id, "result": trace.state.result})
+        assert (trace.reward, trace.state.summary["valid"], line.error_type) == (1.0, True, None), entry_id
+        assert all(isinstance(step, str) for turn in trace.state.result for step in turn)
