@@ -3,8 +3,8 @@
 - :mod:`bfcl_safe.integrations.session` — one entry played as an OpenAI chat
   (:class:`~bfcl_safe.integrations.session.Conversation`): the layer the adapters share,
   on the play API (:mod:`bfcl_safe.checker.play`). Needs no extra.
-- :mod:`bfcl_safe.integrations.verifiers` — ``load_environment(...)``: a verifiers
-  multi-turn environment (``pip install 'bfcl-safe[verifiers]'``).
+- :mod:`bfcl_safe.integrations.verifiers` — ``load_environment(...)``: a verifiers 0.4
+  environment (taskset, env, harness; ``pip install 'bfcl-safe[verifiers]'``).
 - :mod:`bfcl_safe.integrations.inspect` — ``bfcl_multi_turn()``: an Inspect AI task
   (``pip install 'bfcl-safe[inspect]'``).
 - :mod:`bfcl_safe.integrations.ray` — episodes in Ray actors and ``evaluate

@@ -408,3 +408,19 @@ def test_a_model_writing_calls_as_text_is_read_with_its_decoder(category):
         line = score_item(dataset(), Context(MODEL, category, "prompting"), {"id": entry_id, "result": trace.state.result})
         assert (trace.reward, trace.state.summary["valid"], line.error_type) == (1.0, True, None), entry_id
         assert all(isinstance(step, str) for turn in trace.state.result for step in turn)
+
+
+def test_a_reply_nested_too_deep_is_refused_with_the_episodes_error():
+    """What the harness records as ``bfcl_safe:reply_refused``: the episode refuses the
+    step with StepRefused (an EpisodeError), nothing else escapes."""
+    from bfcl_safe.checker.play import Episode, StepRefused
+    from bfcl_safe.integrations.verifiers import _Chat
+    from bfcl_safe.interp.limits import MAX_RESULT_LINE_DEPTH
+
+    deep: Any = "x"
+    for _ in range(MAX_RESULT_LINE_DEPTH + 5):
+        deep = {"a": deep}
+    chat = _Chat(Episode.from_entry("multi_turn_base_1", dataset(), owner=MODEL), None)
+    with pytest.raises(StepRefused):
+        chat.play({"role": "assistant", "content": None,
+                   "tool_calls": [{"id": "c", "type": "function", "function": {"name": "ls", "arguments": deep}}]})
