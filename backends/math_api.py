@@ -101,6 +101,13 @@ def _costly(x: Any) -> bool:
     return type(x) in (int, float, complex) and x == x and x not in (0, 1) and abs(x) != math.inf
 
 
+def warm_up() -> None:
+    """Import mpmath now: the import takes 0.3-0.5 s, once per process, and would
+    otherwise fall on the first ``logarithm`` call (an episode with MathAPI calls this
+    when it is created; scoring leaves it to the first call)."""
+    import mpmath  # noqa: F401 - the import is the point (logarithm imports it again, then free)
+
+
 def _check_precision(precision: Any, *operands: Any, ceiling: float = math.inf) -> None:
     """Refuse a costly computation above the precision limit (up to ``ceiling``, above
     which the library itself refuses at once)."""

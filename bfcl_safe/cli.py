@@ -4,7 +4,8 @@ and :func:`run`, the console script (also ``python -m bfcl_safe``).
 
 The commands live with what they drive: ``evaluate``, ``explain``, ``demo`` and ``data``
 in :mod:`bfcl_safe.checker.cli` (with the option helpers and errors every command shares),
-``generate`` in :mod:`bfcl_safe.generate.cli`. Only this module, above every package,
+``generate`` in :mod:`bfcl_safe.generate.cli`, ``serve`` in
+:mod:`bfcl_safe.integrations.serve_command`. Only this module, above every package,
 imports them all (each when it is named or listed: :data:`LAZY_COMMANDS`); no package
 imports this one.
 
@@ -76,15 +77,22 @@ def _generate_command() -> click.Command:
     return generate
 
 
+def _serve_command() -> click.Command:
+    from bfcl_safe.integrations.serve_command import serve
+
+    return serve
+
+
 #: The group's commands, each imported when it is named or listed: name -> a function
-#: returning the command. ``generate`` needs the optional ``openai`` extra, and scoring
-#: never loads it.
+#: returning the command. ``generate`` needs the optional ``openai`` extra and ``serve``
+#: the ``serve`` extra (only when it runs: its help shows without it); scoring never loads them.
 LAZY_COMMANDS: dict[str, Callable[[], click.Command]] = {
     "data": functools.partial(_checker_command, "data"),
     "demo": functools.partial(_checker_command, "demo"),
     "evaluate": functools.partial(_checker_command, "evaluate"),
     "explain": functools.partial(_checker_command, "explain"),
     "generate": _generate_command,
+    "serve": _serve_command,
 }
 
 

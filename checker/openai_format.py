@@ -18,8 +18,12 @@ the multi-turn categories, as data functions — no client, no network:
 - a model reply as a result-file step (:func:`reply_step`: the tool calls as
   ``[{name: arguments}]``, or the reply's text when it has no ``tool_calls``) and its
   tool-call ids;
+- a Responses API answer's ``output`` items as a result-file step (:func:`responses_step`:
+  its ``function_call`` items as ``[{name: arguments}]`` and their ``call_id``s, else its
+  output text — BFCL's ``OpenAIResponsesHandler``);
 - what goes back to the model after the calls ran (:func:`tool_messages`: one
-  ``{"role": "tool", "content", "tool_call_id"}`` per result, paired with the ids as
+  ``{"role": "tool", "content", "tool_call_id"}`` per result, or for the Responses API one
+  ``{"type": "function_call_output", "call_id", "output"}``, paired with the ids as
   ``zip`` pairs them; :func:`prompting_results_message` for prompting models).
 
 Public API (used by the ``generate`` command and the framework integrations)::
@@ -262,6 +266,46 @@ def reply_step(message: Any) -> tuple[Any, list[Any]]:
             return None, []
 
 
+#: The ``type`` of the Responses API's output items that matter to BFCL: its handler keeps the
+#: ``function_call`` items as the step (and falls back to the ``output_text`` of the
+#: ``message`` items when there are none); every other item (``reasoning``, built-in tool
+#: calls, ...) is left out of the step, as BFCL leaves it out.
+RESPONSES_CALL_TYPE = "function_call"
+RESPONSES_MESSAGE_TYPE = "message"
+
+
+def output_text(output: Iterable[Any]) -> str:
+    """The Responses SDK's ``Response.output_text`` of an output list: the ``text`` of every
+    ``output_text`` content part of its ``message`` items, joined (``""`` when none)."""
+    texts = []
+    for item in output:
+        if _field(item, "type") == RESPONSES_MESSAGE_TYPE:
+            for part in _field(item, "content") or ():
+                if _field(part, "type") == "output_text":
+                    text = _field(part, "text")
+                    if text is not None:
+                        texts.append(text)
+    return "".join(texts)
+
+
+def responses_step(output: Iterable[Any]) -> tuple[Any, list[Any]]:
+    """A Responses API answer's ``output`` items (dicts or SDK objects) as BFCL's
+    Responses handler (``OpenAIResponsesHandler``) stores it in the result file, and the
+    call ids: ``([{name: arguments}, ...], [call_id, ...])`` for its ``function_call``
+    items, else ``(output_text, [])`` (:func:`output_text`); ``(None, [])`` when the
+    items cannot be read (where BFCL's handler would stop with an exception), as
+    :func:`reply_step` does."""
+    try:
+        items = list(output)
+        calls = [item for item in items if _field(item, "type") == RESPONSES_CALL_TYPE]
+        if calls:
+            return ([{_field(call, "name"): _field(call, "arguments")} for call in calls],
+                    [_field(call, "call_id") for call in calls])
+        return output_text(items), []
+    except Exception:  # noqa: BLE001 - as reply_step: an unreadable answer is an undecodable step
+        return None, []
+
+
 def tool_messages(results: Sequence[str], tool_call_ids: Sequence[Any], *,
                   style: str = "openai-completions") -> list[dict]:
     """The messages BFCL's FC handler appends after a step ran: per result (paired with
@@ -288,5 +332,6 @@ def prompting_results_message(results: Sequence[str], calls: Sequence[str]) -> d
 __all__ = [
     "ADDITIONAL_FUNCTION_PROMPT", "FLOAT_NOTE", "MESSAGE_MODES", "OPENAPI_TYPES", "PYTHON_SYNTAX_HINT",
     "STYLES", "ToolFormatError", "docs_at_turn", "inference_docs", "messages_at_turn", "missed_docs", "openai_tools",
-    "prompting_results_message", "reply_step", "tool_messages", "tools_for_turn", "turn_messages",
+    "output_text", "prompting_results_message", "reply_step", "responses_step", "tool_messages", "tools_for_turn",
+    "turn_messages",
 ]

@@ -19,11 +19,16 @@ RL rollouts and eval frameworks.
             break
 
 **Steps** (:meth:`Episode.step`) take an assistant message (a dict, or an SDK object with
-``.tool_calls``), its OpenAI ``tool_calls`` list, or a step as a BFCL result file holds
-it (FC ``[{name: arguments}]``, or call text). Each returns a :class:`StepResult`: the
-calls that ran and their results, the messages BFCL inference sends back (``tool``
-messages in FC, one ``user`` message in prompting), and whether the turn ended and why
-(:class:`TurnEnd`; an undecodable step says why in ``decode_error``).
+``.tool_calls``), its OpenAI ``tool_calls`` list, a Responses API answer (its ``output``
+list, the ``Response`` or one ``function_call`` item), or a step as a BFCL result file
+holds it (FC ``[{name: arguments}]``, or call text). Each returns a :class:`StepResult`:
+the calls that ran and their results, the messages BFCL inference sends back (``tool``
+messages in FC — ``function_call_output`` items for a Responses answer — one ``user``
+message in prompting), and whether the turn ended and why (:class:`TurnEnd`; an
+undecodable step says why in ``decode_error``).
+
+**asyncio** (:meth:`Episode.astep`, :meth:`Episode.aend_turn`, ...): the same work in a
+worker thread, so that an event loop driving many rollouts stays responsive.
 
 **Rewards** (:meth:`Episode.turn_outcome`, :meth:`Episode.end_turn`): a
 :class:`TurnOutcome` holds
@@ -41,13 +46,17 @@ messages in FC, one ``user`` message in prompting), and whether the turn ended a
 
 **Errors**: every method raises only the project's documented exceptions
 (:class:`~bfcl_safe.interp.errors.BfclSafeError` subclasses): :class:`StepInputError`
-(not a step), :class:`StepRefused` (nested deeper than
-:data:`~bfcl_safe.interp.limits.MAX_RESULT_LINE_DEPTH`), :class:`TurnOverError`,
-:class:`EpisodeOverError`, :class:`EpisodeLimitError` (a state too large or deep to
-copy, compare or show) and ``IndexError``/``ValueError`` subclasses of them for bad
-arguments. Work is counted against one :class:`~bfcl_safe.interp.budget.Budget` per
-episode; when it runs out the episode ends with ``bfcl_safe:resource_limit`` (the step
-says :attr:`TurnEnd.RESOURCE_LIMIT`), never a crash.
+(not a step: a date, a set, bytes, an object inside it), :class:`StepRefused` (nested
+deeper than :data:`~bfcl_safe.interp.limits.MAX_RESULT_LINE_DEPTH`),
+:class:`TurnOverError`, :class:`EpisodeOverError`, :class:`EpisodeBusyError` (an async
+call while another of the episode runs), :class:`EpisodeLimitError` (a state too large or
+deep to copy, compare or show) and :class:`ArgumentError` (a ``ValueError``: an argument
+of the wrong type or range — an entry whose fields have the wrong types or nest deeper
+than :data:`~bfcl_safe.interp.limits.MAX_EPISODE_COPY_DEPTH`, a snapshot of another
+entry or shape, an unknown format). Work is counted against one
+:class:`~bfcl_safe.interp.budget.Budget` per episode; when it runs out the episode ends
+with ``bfcl_safe:resource_limit`` (the step says :attr:`TurnEnd.RESOURCE_LIMIT`), never a
+crash.
 
 Episodes pickle (``pickle.dumps(ep)``) and have :meth:`~Episode.snapshot` /
 :meth:`~Episode.restore`: a restored episode continues exactly as the original would.
@@ -56,10 +65,14 @@ Episodes share nothing; many can run in threads at the same time.
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import copy
 import enum
+import os
 import threading
-from typing import Any, Mapping
+import weakref
+from typing import Any, Callable, Mapping, NamedTuple, TypeVar
 
 import attrs
 
@@ -79,6 +92,15 @@ _DATASET_LOCK = threading.Lock()
 #: ``tools(format=...)``: the dataset's own docs, or the OpenAI tools list in one of
 #: :data:`~bfcl_safe.checker.openai_format.STYLES` (``"openai"`` is Chat Completions).
 TOOL_FORMATS = ("bfcl", "openai", *openai_format.STYLES)
+
+#: Worker threads the async methods (:meth:`Episode.astep`, ...) run steps and checks in,
+#: shared by every episode of the process. Steps are pure Python: the GIL lets one run at
+#: a time whatever the count, and each more thread is one more the event loop waits for
+#: to hand the GIL back (256 concurrent rollouts: loop lag p50 1.9 ms with one worker,
+#: 15-18 ms with two; benchmarks/bench_async_play.py).
+ASYNC_WORKERS = 1
+
+_T = TypeVar("_T")
 
 
 # --------------------------------------------------------------------------- errors
@@ -131,6 +153,18 @@ class StepRefused(EpisodeError, ValueError):
         return (type(self), (self.limit,))
 
 
+class EpisodeBusyError(EpisodeError):
+    """An async method (:meth:`Episode.astep`, ...) called while another one of the same
+    episode is still running: an episode plays one step at a time."""
+
+    def __init__(self, entry_id: str):
+        self.entry_id = entry_id
+        super().__init__(f"{entry_id}: a step or check of this episode is still running; await it first")
+
+    def __reduce__(self):
+        return (type(self), (self.entry_id,))
+
+
 class EpisodeLimitError(EpisodeError):
     """The episode's state is too large or too deep for ``operation`` (``"state"``,
     ``"snapshot"``, ...); ``cause`` names the exception that stopped it."""
@@ -144,7 +178,8 @@ class EpisodeLimitError(EpisodeError):
 
 
 class ArgumentError(EpisodeError, ValueError):
-    """A method argument out of its range; ``name`` is the argument."""
+    """A method argument of the wrong type or out of its range (an entry that is not a
+    dataset entry, a foreign snapshot, an unknown format, ...); ``name`` is the argument."""
 
     def __init__(self, name: str, message: str):
         self.name = name
@@ -222,13 +257,32 @@ class TurnOutcome:
         return 1.0 if self.passed else 0.0
 
 
+def _shown(value: Any) -> str:
+    """An argument as an error message shows it: a str's repr (cut to 80 characters),
+    else its type name (a repr may be huge, deep or raise)."""
+    if isinstance(value, str):
+        return repr(value[:80])
+    return f"a {type(value).__name__}"
+
+
+def _snapshot_entry_id(instance: Any, attribute: Any, value: Any) -> None:
+    if not isinstance(value, str):
+        raise ArgumentError("entry_id", f"a snapshot's entry_id must be a str, not {type(value).__name__}")
+
+
+def _snapshot_state(instance: Any, attribute: Any, value: Any) -> None:
+    if not isinstance(value, dict):
+        raise ArgumentError("state", f"a snapshot's state must be a dict, not {type(value).__name__}")
+
+
 @attrs.frozen
 class Snapshot:
     """An episode's state at one moment (:meth:`Episode.snapshot`); restore it any number
-    of times. Opaque."""
+    of times. Opaque: :meth:`Episode.restore` refuses (:class:`ArgumentError`) a snapshot
+    of another entry or one whose state is not an episode's."""
 
-    entry_id: str
-    state: Any = attrs.field(repr=False)
+    entry_id: str = attrs.field(validator=_snapshot_entry_id)
+    state: Any = attrs.field(repr=False, validator=_snapshot_state)
 
 
 # --------------------------------------------------------------------------- the episode
@@ -237,12 +291,12 @@ class Snapshot:
 _PLAIN_LEAVES = (str, int, float, bool, type(None))
 
 
-def _plain_step(value: Any, depth_limit: int) -> Any:
+def _plain_step(value: Any, depth_limit: int, name: str = "step") -> Any:
     """``value`` copied into plain JSON-like data (dicts with str keys, lists; tuples
-    become lists), iteratively; StepInputError for anything else, StepRefused past
-    ``depth_limit``."""
+    become lists), iteratively; StepInputError for anything else (its ``where`` starts
+    with ``name``), StepRefused past ``depth_limit``."""
     root: list[Any] = [None]
-    stack = [(value, root, 0, 0, "step")]
+    stack = [(value, root, 0, 0, name)]
     while stack:
         item, parent, key, depth, where = stack.pop()
         if isinstance(item, bool) or item is None:
@@ -312,6 +366,61 @@ def _nests_deeper(roots: list, limit: int) -> bool:
     return False
 
 
+def _entry_problem(entry: dict) -> str | None:
+    """What makes ``entry`` (plain data) no multi-turn dataset entry: the fields an episode
+    reads, with their types (None when they are right)."""
+    from bfcl_safe.checker.episode import backend_class
+
+    if not isinstance(entry.get("id"), str):
+        return "its id is not a str"
+    question = entry.get("question")
+    if not isinstance(question, list) or not all(isinstance(turn, list) for turn in question):
+        return "its question is not a list of turns (lists of messages)"
+    for turn in question:
+        for message in turn:
+            if not (isinstance(message, dict) and isinstance(message.get("role"), str)
+                    and isinstance(message.get("content"), str)):
+                return "a question message is not {'role': str, 'content': str}"
+    involved = entry.get("involved_classes")
+    if not isinstance(involved, list) or not all(isinstance(name, str) for name in involved):
+        return "its involved_classes is not a list of class names"
+    for name in involved:
+        try:
+            backend_class(name)
+        except KeyError:
+            return f"{name[:80]!r} is not a backend class"
+    config = entry.get("initial_config")
+    if config is not None and not (isinstance(config, dict) and all(isinstance(v, dict) for v in config.values())):
+        return "its initial_config is not {class: {field: value}}"
+    return None
+
+
+def _checked_entry(entry: Any) -> dict:
+    """``entry`` as plain data (copied) if it has a multi-turn entry's fields and types,
+    nested no deeper than :data:`~bfcl_safe.interp.limits.MAX_EPISODE_COPY_DEPTH` (real
+    entries: 12); else :class:`ArgumentError`."""
+    if not isinstance(entry, Mapping):
+        raise ArgumentError("entry", f"an entry must be a dataset entry (a dict), not {type(entry).__name__}")
+    limit = limits.MAX_EPISODE_COPY_DEPTH
+    try:
+        plain = _plain_step(entry, limit, "entry")
+    except StepInputError as exc:
+        raise ArgumentError("entry", f"{exc.where[:200]}: a {exc.kind[:80]} is not JSON data") from None
+    except StepRefused:
+        raise ArgumentError("entry", f"the entry is nested deeper than {limit}") from None
+    problem = _entry_problem(plain)
+    if problem is not None:
+        shown = plain.get("id") if isinstance(plain.get("id"), str) else "entry"
+        raise ArgumentError("entry", f"{shown[:120]!r} is not a multi-turn dataset entry: {problem}")
+    return plain
+
+
+def _is_turns(value: Any) -> bool:
+    """Whether ``value`` is ground truth: a list of turns, each a list of call texts."""
+    return isinstance(value, list) and all(
+        isinstance(turn, list) and all(isinstance(call, str) for call in turn) for turn in value)
+
+
 def _has_tool_calls(value: Any) -> bool:
     try:
         return hasattr(value, "tool_calls")
@@ -323,12 +432,127 @@ def _is_openai_call(item: Any) -> bool:
     return isinstance(item, Mapping) and isinstance(item.get("function"), Mapping) and "name" in item["function"]
 
 
+def _is_sdk_call(item: Any) -> bool:
+    """Whether ``item`` is a Chat Completions tool call as an SDK object (``.function``)."""
+    return not isinstance(item, (Mapping, str, bytes, list, tuple)) and _attribute(item, "function") is not None
+
+
+def _attribute(value: Any, name: str) -> Any:
+    """``value.name``, or None when it has none (or reading it raises)."""
+    try:
+        return getattr(value, name, None)
+    except Exception:  # noqa: BLE001 - an object whose attributes raise has none we use
+        return None
+
+
+def _item_type(item: Any) -> Any:
+    """The ``type`` of a Responses API output item: a dict's key, an SDK object's attribute."""
+    if isinstance(item, Mapping):
+        return item.get("type") if len(item) > 1 else None  # ({"type": "..."} alone is an FC call)
+    if isinstance(item, (str, bytes, list, tuple)):
+        return None
+    return _attribute(item, "type")
+
+
+def _responses_output(value: Any) -> list | None:
+    """``value``'s Responses API output items when it is a ``Response`` (an SDK object, or
+    a dict with ``"object": "response"``), its ``output`` list, or one ``function_call`` /
+    ``message`` item; else None. A list is an output list when every item has a ``type``
+    (a dict with more keys than that: ``[{"type": arguments}]`` stays an FC call) and none
+    is a Chat Completions tool call."""
+    if isinstance(value, Mapping):
+        if value.get("object") == "response" and isinstance(value.get("output"), (list, tuple)):
+            return list(value["output"])
+        kind = _item_type(value)
+        if kind in (openai_format.RESPONSES_CALL_TYPE, openai_format.RESPONSES_MESSAGE_TYPE) \
+                and "tool_calls" not in value:
+            return [value]
+        return None
+    if isinstance(value, (list, tuple)):
+        if value and all(isinstance(_item_type(item), str) and not _is_openai_call(item) and not _is_sdk_call(item)
+                         for item in value):
+            return list(value)
+        return None
+    if isinstance(value, str):
+        return None
+    if _attribute(value, "object") == "response":
+        output = _attribute(value, "output")
+        return list(output) if isinstance(output, (list, tuple)) else None
+    if _item_type(value) in (openai_format.RESPONSES_CALL_TYPE, openai_format.RESPONSES_MESSAGE_TYPE):
+        return [value]
+    return None
+
+
+class _Step(NamedTuple):
+    """A step as a result file holds it, its decoder, the ids of its calls (None: no ids)
+    and the OpenAI style its tool messages take."""
+
+    raw: Any
+    decoder: str
+    ids: list[Any] | None = None
+    style: str = "openai-completions"
+
+
+# Per episode, its tools lists by (format, held-out turns visible): they depend only on
+# the dataset's prompt entry (kept out of the episode's state: not snapshotted or pickled).
+_TOOLS_CACHE: "weakref.WeakKeyDictionary[Episode, dict[tuple[str, int], list[dict]]]" = weakref.WeakKeyDictionary()
+
+
+def _copy_plain(value: Any) -> Any:
+    """A copy of dataset data (dicts, lists, immutable leaves; nesting as shallow as the
+    dataset's docs): twice as fast as ``copy.deepcopy`` on a tools list."""
+    if type(value) is dict:
+        return {key: _copy_plain(item) for key, item in value.items()}
+    if type(value) is list:
+        return [_copy_plain(item) for item in value]
+    return value
+
+
+# Episodes with an async step or check running (kept out of the episode's own state: not
+# snapshotted, not pickled), and the worker threads those run in.
+_BUSY: "weakref.WeakSet[Episode]" = weakref.WeakSet()
+_BUSY_LOCK = threading.Lock()
+_EXECUTOR: concurrent.futures.ThreadPoolExecutor | None = None
+
+
+def _executor() -> concurrent.futures.ThreadPoolExecutor:
+    global _EXECUTOR
+    with _BUSY_LOCK:
+        if _EXECUTOR is None:
+            _EXECUTOR = concurrent.futures.ThreadPoolExecutor(ASYNC_WORKERS, thread_name_prefix="bfcl-safe-episode")
+        return _EXECUTOR
+
+
+def _forget_executor() -> None:
+    # A forked child has none of the parent's worker threads: it makes its own.
+    global _EXECUTOR
+    _EXECUTOR = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_executor)
+
+
 class Episode:
     """One entry played turn by turn (see the module docstring). Build with
     :meth:`from_entry`."""
 
     def __init__(self, entry: Mapping[str, Any], prompt: Mapping[str, Any], ground_truth: list[list[str]],
                  model: Side, truth: Side):
+        entry = _checked_entry(entry)
+        if not isinstance(prompt, Mapping) or prompt.get("id") != entry["id"]:
+            raise ArgumentError("prompt", f"prompt must be the prompt entry of {entry['id'][:120]!r}")
+        if not _is_turns(ground_truth) or len(ground_truth) != len(entry["question"]):
+            raise ArgumentError("ground_truth", f"ground_truth must be {len(entry['question'])} turns of call texts")
+        for name, side in (("model", model), ("truth", truth)):
+            if not isinstance(side, Side):
+                raise ArgumentError(name, f"{name} must be a Side, not {type(side).__name__}")
+        self._setup(entry, prompt, ground_truth, model, truth)
+
+    def _setup(self, entry: Mapping[str, Any], prompt: Mapping[str, Any], ground_truth: list[list[str]],
+               model: Side, truth: Side) -> None:
+        """The fields of a new episode, from arguments already checked (:meth:`from_entry`:
+        the dataset's own entry, or the caller's checked and copied)."""
         self.entry = entry
         self.prompt = prompt
         self.ground_truth = ground_truth
@@ -365,25 +589,48 @@ class Episode:
         reference's name rewrite inside string arguments; with None they get neutral
         names. ``excluded_function`` is ignored, as BFCL does.
         """
+        from bfcl_safe.backends import math_api
         from bfcl_safe.checker.contract import category_of, is_long_context
+        from bfcl_safe.checker.dataset import DatasetError
 
         if owner is not None and not isinstance(owner, str):
             raise ArgumentError("owner", f"owner must be a model name (str) or None, not {type(owner).__name__}")
+        if not all(callable(_attribute(dataset, name))
+                   for name in ("entry", "ground_truth_for", "prompt_entry", "long_context_data")):
+            raise ArgumentError("dataset", f"dataset must be a bfcl_safe Dataset, not {type(dataset).__name__}")
+        given = None
+        if isinstance(entry, str):
+            entry_id = entry
+        else:
+            given = _checked_entry(entry)  # an entry of the caller's: its fields and types checked, copied
+            entry_id = given["id"]
         try:
             with _DATASET_LOCK:
-                if isinstance(entry, str):
-                    entry = dataset.entry(entry)
-                entry_id = entry["id"]
+                stored = dataset.entry(entry_id)
                 ground_truth = [list(turn) for turn in dataset.ground_truth_for(entry_id)]
                 prompt = dataset.prompt_entry(entry_id)
                 data = dataset.long_context_data() if is_long_context(category_of(entry_id)) else None
-            model, truth = new_sides(entry, owner, data)
-        except (KeyError, TypeError) as exc:
-            # An id of no multi-turn entry, or an entry that is not a dataset entry.
-            shown = entry.get("id") if isinstance(entry, Mapping) else entry
-            raise ArgumentError("entry", f"not a multi-turn dataset entry: {shown!r}"[:200]
+        except DatasetError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - KeyError (no such id) or a dataset of the wrong kind
+            raise ArgumentError("entry", f"not a multi-turn dataset entry: {_shown(entry_id)}"
                                 + f" ({type(exc).__name__})") from None
-        return cls(entry, prompt, ground_truth, model, truth)
+        entry = stored if given is None else given
+        if len(entry["question"]) != len(ground_truth):
+            raise ArgumentError("entry", f"{entry_id[:120]!r}: the entry's question has {len(entry['question'])} "
+                                f"turns, its ground truth {len(ground_truth)}")
+        if "MathAPI" in entry["involved_classes"]:
+            math_api.warm_up()  # here, not in the first logarithm call of a rollout
+        try:
+            model, truth = new_sides(entry, owner, data)
+        except EpisodeError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - an initial_config its backends cannot load
+            raise ArgumentError("entry", f"{entry_id[:120]!r}: its initial_config does not load "
+                                f"({type(exc).__name__}: {str(exc)[:200]})") from None
+        episode = cls.__new__(cls)
+        episode._setup(entry, prompt, ground_truth, model, truth)
+        return episode
 
     # ------------------------------------------------------------------ views
 
@@ -424,27 +671,46 @@ class Episode:
         """The user messages of ``turn`` (default: the current one), as BFCL inference
         sends them in ``mode`` ``"fc"`` or ``"prompting"``."""
         if mode not in openai_format.MESSAGE_MODES:
-            raise ArgumentError("mode", f"mode must be one of {', '.join(openai_format.MESSAGE_MODES)}, not {mode!r}")
+            raise ArgumentError("mode", f"mode must be one of {', '.join(openai_format.MESSAGE_MODES)}, "
+                                f"not {_shown(mode)}")
         return turn_messages(self.entry, missed_docs(self.prompt), self._turn_index(turn), mode)
 
-    def tools(self, turn: int | None = None, *, format: str = "bfcl") -> list[dict]:
+    def tools(self, turn: int | None = None, *, format: str = "bfcl", shared: bool = False) -> list[dict]:
         """The tools visible at ``turn`` (default: the current one): ``format="bfcl"`` the
         dataset's docs; ``"openai"`` (Chat Completions) or ``"openai-responses"`` the
         exact tools list BFCL's OpenAI FC handler sends then (hint added to the
-        descriptions, types converted; :mod:`~bfcl_safe.checker.openai_format`). A copy."""
+        descriptions, types converted; :mod:`~bfcl_safe.checker.openai_format`).
+
+        Built once per episode, format and set of visible tools (it changes only at a
+        turn where held-out tools appear). A copy, unless ``shared=True``: then the
+        episode's own list, the same object as long as the tools stay the same (for
+        callers that only read it; do not change it)."""
         index = self._turn_index(turn)
-        if format == "bfcl":
-            return visible_tools(list(self.prompt.get("function") or ()), missed_docs(self.prompt), index)
-        if format not in TOOL_FORMATS:
-            raise ArgumentError("format", f"format must be one of {', '.join(TOOL_FORMATS)}, not {format!r}")
-        style = "openai-completions" if format == "openai" else format
-        return openai_format.tools_for_turn(self.prompt, index, style=style)
+        if not isinstance(format, str) or format not in TOOL_FORMATS:
+            raise ArgumentError("format", f"format must be one of {', '.join(TOOL_FORMATS)}, not {_shown(format)}")
+        if not isinstance(shared, bool):
+            raise ArgumentError("shared", f"shared must be a bool, not {type(shared).__name__}")
+        missed = missed_docs(self.prompt)
+        key = (format, sum(1 for held_turn in missed if held_turn <= index))
+        cache = _TOOLS_CACHE.get(self)
+        if cache is None:
+            cache = _TOOLS_CACHE.setdefault(self, {})
+        tools = cache.get(key)
+        if tools is None:
+            if format == "bfcl":
+                tools = visible_tools(list(self.prompt.get("function") or ()), missed, index)
+            else:
+                style = "openai-completions" if format == "openai" else format
+                tools = openai_format.tools_for_turn(self.prompt, index, style=style)
+            cache[key] = tools
+        return tools if shared else _copy_plain(tools)
 
     def _turn_index(self, turn: int | None) -> int:
         if turn is None:
             return self._turn
         if type(turn) is not int or not 0 <= turn < len(self.ground_truth):
-            raise ArgumentError("turn", f"turn must be 0..{len(self.ground_truth) - 1}, not {turn!r}"[:200])
+            shown = turn if type(turn) is int and abs(turn) < 10 ** 9 else _shown(turn)
+            raise ArgumentError("turn", f"turn must be 0..{len(self.ground_truth) - 1}, not {shown}")
         return turn
 
     def state(self) -> dict[str, dict[str, Any]]:
@@ -472,10 +738,20 @@ class Episode:
 
         ``calls``: an assistant message (dict with ``tool_calls``/``content``, or an SDK
         object with ``.tool_calls``) — stored as BFCL's FC handler stores it; its OpenAI
-        ``tool_calls`` list; FC calls as a result file holds them (``[{name:
-        arguments}]``, arguments a JSON object or its text); or call text (a ``str``, or
-        a list of ``str`` of one call each; decoded as a prompting model's steps).
-        ``decoder`` forces one of ``checker.decoders.DECODERS`` for result-file steps.
+        ``tool_calls`` list; a Responses API answer — the ``Response`` (SDK object or
+        dict), its ``output`` list (``function_call`` items beside ``message``,
+        ``reasoning``, ... items, dicts or SDK objects) or one ``function_call`` item —
+        stored as BFCL's Responses handler stores it (the calls, else the output text),
+        its results given back as ``function_call_output`` items; FC calls as a result
+        file holds them (``[{name: arguments}]``, arguments a JSON object or its text); or
+        call text (a ``str``, or a list of ``str`` of one call each; decoded as a
+        prompting model's steps). ``decoder`` forces one of
+        ``checker.decoders.DECODERS`` for result-file steps.
+
+        Plain data only (what JSON holds): a date, a set, bytes or an object inside a
+        step is :class:`StepInputError`, a step nested deeper than
+        :data:`~bfcl_safe.interp.limits.MAX_RESULT_LINE_DEPTH` :class:`StepRefused`;
+        nothing runs then.
 
         As in BFCL inference, a step that decodes to no call or does not decode ends
         the turn; the step that takes the turn past :data:`MAXIMUM_STEP_LIMIT` runs,
@@ -486,12 +762,12 @@ class Episode:
             raise EpisodeOverError(self.id)
         if self._turn_over:
             raise TurnOverError(self.id, self._turn)
-        raw, decoder, ids = self._as_step(calls, decoder)
+        given = self._as_step(calls, decoder)
         turn = self._turn
-        self._raw[turn].append(copy.deepcopy(raw))
+        self._raw[turn].append(copy.deepcopy(given.raw))
         try:
             with self.budget.active():
-                return self._run_step(raw, decoder, ids)
+                return self._run_step(given)
         except BudgetExceeded as exc:
             return self._abort_with(Verdict.resource_limit(exc, turn), TurnEnd.RESOURCE_LIMIT)
         except BfclSafeError:
@@ -499,41 +775,53 @@ class Episode:
         except Exception as exc:  # noqa: BLE001 - a step must never crash its caller
             return self._abort_with(Verdict.internal_error(exc, "run this step", turn), TurnEnd.INTERNAL_ERROR)
 
-    def _as_step(self, calls: Any, decoder: str | None) -> tuple[Any, str, list[Any] | None]:
-        """The step as a result file would hold it, its decoder and the tool-call ids."""
+    def _as_step(self, calls: Any, decoder: str | None) -> _Step:
+        """The step as a result file would hold it, its decoder, the tool-call ids and the
+        style of the tool messages (plain data: copied, types and depth checked)."""
         from bfcl_safe.checker.decoders import DECODERS
 
         depth = limits.MAX_RESULT_LINE_DEPTH
         if decoder is not None:
             if not isinstance(decoder, str) or decoder not in DECODERS:
-                raise ArgumentError("decoder", f"unknown decoder {decoder!r}"[:200] + "; expected a key of DECODERS")
-            return _plain_step(calls, depth), decoder, None
+                raise ArgumentError("decoder", f"unknown decoder {_shown(decoder)}; expected a key of DECODERS")
+            return _Step(_plain_step(calls, depth), decoder)
+        responses = _responses_output(calls)
+        if responses is not None:
+            # Dict items are plain data: copied and checked before they are read. SDK objects
+            # are read field by field; what they hold is checked below, in the step.
+            responses = [_plain_step(item, depth - 1) if isinstance(item, Mapping) else item for item in responses]
+            step, ids = openai_format.responses_step(responses)
+            return _Step(_plain_step(step, depth), "fc", _plain_step(ids, depth), "openai-responses")
         if not isinstance(calls, (str, list, tuple, Mapping)) and _has_tool_calls(calls):
             step, ids = openai_format.reply_step(calls)  # an SDK message object
-            return _plain_step(step, depth), "fc", _plain_step(ids, depth)
+            return _Step(_plain_step(step, depth), "fc", _plain_step(ids, depth))
+        if isinstance(calls, (list, tuple)) and calls and all(_is_sdk_call(item) for item in calls):
+            step, ids = openai_format.reply_step({"tool_calls": list(calls)})  # an SDK message's tool_calls
+            return _Step(_plain_step(step, depth), "fc", _plain_step(ids, depth))
         if isinstance(calls, Mapping) and ("tool_calls" in calls or calls.get("role") == "assistant"):
             message = _plain_step(calls, depth)
             step, ids = openai_format.reply_step(message)
-            return step, "fc", ids
+            return _Step(step, "fc", ids)
         calls = _plain_step(calls, depth)
         if not isinstance(calls, (str, list, dict)):
             raise StepInputError(type(calls).__name__)
         if isinstance(calls, dict):
-            return [calls], "fc", None
+            return _Step([calls], "fc")
         if isinstance(calls, str):
-            return calls, "prompting", None
+            return _Step(calls, "prompting")
         if all(_is_openai_call(item) for item in calls) and calls:
             step, ids = openai_format.reply_step({"tool_calls": calls})
-            return step, "fc", ids
+            return _Step(step, "fc", ids)
         if all(isinstance(item, dict) for item in calls):
-            return calls, "fc", None
+            return _Step(calls, "fc")
         if all(isinstance(item, str) for item in calls):
-            return f"[{', '.join(item.strip() for item in calls)}]", "prompting", None
+            return _Step(f"[{', '.join(item.strip() for item in calls)}]", "prompting")
         raise StepInputError("a list mixing calls of different kinds")
 
-    def _run_step(self, raw: Any, decoder: str, ids: list[Any] | None) -> StepResult:
+    def _run_step(self, given: _Step) -> StepResult:
         from bfcl_safe.checker.decoders import DECODERS, DecodeError, decode_step
 
+        raw, decoder, ids = given.raw, given.decoder, given.ids
         turn = self._turn
         try:
             decoded = decode_step(raw, decoder)
@@ -559,7 +847,7 @@ class Episode:
             CallResult(text, result, ids_list[i] if i < len(ids_list) and isinstance(ids_list[i], str) else None)
             for i, (text, result) in enumerate(zip(texts, results)))
         if decoder == "fc":
-            messages = tuple(openai_format.tool_messages(results, ids_list))
+            messages = tuple(openai_format.tool_messages(results, ids_list, style=given.style))
         else:
             messages = (openai_format.prompting_results_message(results, texts),)
         ended = None
@@ -582,6 +870,53 @@ class Episode:
         self._turn_over = True
         self._done = True
         return StepResult((), (), self._turn, self._steps_in_turn, True, ended, True)
+
+    # ------------------------------------------------------------------ async
+
+    async def astep(self, calls: Any, *, decoder: str | None = None) -> StepResult:
+        """:meth:`step` for asyncio callers: the step runs in a worker thread
+        (:data:`ASYNC_WORKERS` shared by all episodes), so the event loop keeps serving
+        other rollouts. One step or check of an episode at a time
+        (:class:`EpisodeBusyError` otherwise)."""
+        return await self._in_worker(lambda: self.step(calls, decoder=decoder))
+
+    async def aend_turn(self) -> TurnOutcome:
+        """:meth:`end_turn` in a worker thread (the turn's checks replay the ground truth)."""
+        return await self._in_worker(self.end_turn)
+
+    async def anext_turn(self) -> bool:
+        """:meth:`next_turn` in a worker thread."""
+        return await self._in_worker(self.next_turn)
+
+    async def aturn_outcome(self) -> TurnOutcome:
+        """:meth:`turn_outcome` in a worker thread."""
+        return await self._in_worker(self.turn_outcome)
+
+    async def acheck_turn(self) -> Verdict:
+        """:meth:`check_turn` in a worker thread."""
+        return await self._in_worker(self.check_turn)
+
+    async def _in_worker(self, work: Callable[[], _T]) -> _T:
+        loop = asyncio.get_running_loop()
+        with _BUSY_LOCK:
+            if self in _BUSY:
+                raise EpisodeBusyError(self.id)
+            _BUSY.add(self)
+        try:
+            future = _executor().submit(work)
+        except BaseException:
+            with _BUSY_LOCK:
+                _BUSY.discard(self)
+            raise
+        # Busy until the work itself ends (or is cancelled before it starts), not until this
+        # coroutine does: a caller that stops waiting (a timeout) must not start a second
+        # step beside the one still running.
+        future.add_done_callback(lambda _: self._not_busy())
+        return await asyncio.wrap_future(future, loop=loop)
+
+    def _not_busy(self) -> None:
+        with _BUSY_LOCK:
+            _BUSY.discard(self)
 
     # ------------------------------------------------------------------ turns and checks
 
@@ -694,10 +1029,48 @@ class Episode:
             raise EpisodeLimitError(operation, f"state nested deeper than {limit}")
 
     def restore(self, snapshot: Snapshot) -> None:
-        """Put the episode back to ``snapshot`` (one of its own); the snapshot stays usable."""
+        """Put the episode back to ``snapshot`` (one of an episode of the same entry); the
+        snapshot stays usable. :class:`ArgumentError` for anything else: not a
+        :class:`Snapshot`, one of another entry, or a state that is not an episode's."""
         if not isinstance(snapshot, Snapshot) or snapshot.entry_id != self.id:
             raise ArgumentError("snapshot", f"not a snapshot of {self.id}")
+        problem = self._foreign_state(snapshot.state)
+        if problem is not None:
+            raise ArgumentError("snapshot", f"not a snapshot of {self.id}: {problem}")
         self.__dict__.update(self._copy_state(snapshot.state, "restore"))
+
+    def _foreign_state(self, state: Any) -> str | None:
+        """Why ``state`` is not the state of an episode of this entry (None when it is):
+        the same fields with the same types, the same entry and backends, turn lists as
+        long as its turn says."""
+        mine = self.__dict__
+        if not isinstance(state, dict) or set(state) != set(mine):
+            return "its fields are not an episode's"
+        for name, value in mine.items():
+            other = state[name]
+            if name in ("_failure", "_abort"):
+                if other is not None and not isinstance(other, Verdict):
+                    return f"{name} is a {type(other).__name__}"
+            elif type(other) is not type(value):
+                return f"{name} is a {type(other).__name__}, not a {type(value).__name__}"
+        if state["entry"].get("id") != self.id or state["ground_truth"] != self.ground_truth:
+            return "it is of another entry"
+        for side in ("model", "truth"):
+            if list(state[side].instances) != list(getattr(self, side).instances):
+                return f"its {side} side has other backends"
+        turn = state["_turn"]
+        if not 0 <= turn < len(self.ground_truth) or not 0 <= state["_closed"] <= turn + 1:
+            return "its turn is out of range"
+        for name in ("_raw", "_decoded", "_results"):
+            if len(state[name]) != turn + 1 or not all(isinstance(steps, list) for steps in state[name]):
+                return f"{name} does not hold one list per turn"
+        for name in ("_results", "_truth_results"):
+            turns = state[name] if name == "_truth_results" else [r for steps in state[name] for r in steps]
+            if not _is_turns(turns):
+                return f"{name} does not hold result strings"
+        if not all(isinstance(result, str) for result in state["_all_results"]):
+            return "_all_results does not hold result strings"
+        return None
 
     def _copy_state(self, state: Mapping[str, Any], operation: str) -> dict:
         # The dataset's values (entry, prompt, ground truth) are read-only: shared, not copied.
@@ -721,7 +1094,8 @@ class Episode:
 
 
 __all__ = [
-    "ArgumentError", "CallResult", "Episode", "EpisodeError", "EpisodeLimitError", "EpisodeOverError",
+    "ASYNC_WORKERS", "ArgumentError", "CallResult", "Episode", "EpisodeBusyError", "EpisodeError", "EpisodeLimitError",
+    "EpisodeOverError",
     "MAXIMUM_STEP_LIMIT", "Snapshot", "StepInputError", "StepRefused", "StepResult", "TOOL_FORMATS", "TurnEnd",
     "TurnOutcome", "TurnOverError",
 ]

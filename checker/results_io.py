@@ -32,9 +32,15 @@ are not scored (notice). Score files are always written the v4 way, so a v3 and 
 file of one model and category would both map to one score file: that is a LayoutError
 naming both.
 
-Reading (:func:`read_lines`): a file is read only if it is a regular file (``stat`` before
-opening, ``fstat`` after an ``O_NONBLOCK`` open, so a FIFO can never block) of at most
-:data:`~bfcl_safe.interp.limits.MAX_RESULT_FILE_BYTES`; lines longer than
+This is the one result-file reader: ``evaluate`` (the runner), ``explain`` and
+``generate``'s resume read result files through :func:`read_lines`, and the rules for
+their lines are here once: an over-long line is skipped (:func:`too_long`), the first
+line of an id is the one used (:class:`FirstOccurrence`), a line is parsed and its depth
+bounded by :func:`parse_line`.
+
+Reading (:func:`read_lines`): through :mod:`bfcl_safe.checker.inputs`, a file is read only
+if it is a regular file (``fstat`` after an ``O_NONBLOCK`` open, so a FIFO can never block)
+of at most :data:`~bfcl_safe.interp.limits.MAX_RESULT_FILE_BYTES`; lines longer than
 :data:`~bfcl_safe.interp.limits.MAX_RESULT_LINE_CHARS` are skipped with a message without
 being held in memory. :func:`parse_line` counts a line's JSON nesting depth
 (:data:`~bfcl_safe.interp.limits.MAX_RESULT_LINE_DEPTH`) itself, after the C parser has read
@@ -44,19 +50,17 @@ so which lines are refused is the same on every Python version.
 
 from __future__ import annotations
 
-import io
 import os
 import re
-import stat
-from itertools import accumulate
 from pathlib import Path
 from typing import Any, Iterable, Iterator, NamedTuple
 
+from bfcl_safe.checker.codec import Piece, deeper_in_pieces, deeper_than, loads_result_line, nesting_depth
 from bfcl_safe.checker.contract import ENTRY_ID, MULTI_TURN_CATEGORIES, MULTI_TURN_GROUP, VERSION_PREFIX
-from bfcl_safe.checker.scores import Piece, loads_result_line
+from bfcl_safe.checker.inputs import RESULT_FILE, Lines, shown_path
+from bfcl_safe.checker.outputs import RESERVED_FOLDER_NAMES
 from bfcl_safe.interp.errors import BfclSafeError
 from bfcl_safe.interp.limits import (
-    MAX_RESULT_FILE_BYTES,
     MAX_RESULT_LINE_CHARS,
     MAX_RESULT_LINE_DEPTH,
     MAX_WALK_DEPTH,
@@ -82,15 +86,6 @@ class LayoutError(BfclSafeError, ValueError):
         super().__init__(message)
 
 
-class UnreadableFile(BfclSafeError, OSError):
-    """A result (or score) file that is not read: ``path``, and ``reason`` in a few words."""
-
-    def __init__(self, path: Path, reason: str):
-        self.path = path
-        self.reason = reason
-        super().__init__(f"{shown_path(path)}: {reason}")
-
-
 class ResultFile(NamedTuple):
     model: str
     category: str
@@ -108,17 +103,6 @@ class Discovery(NamedTuple):
 
 
 _SURROGATE = re.compile(r"\\udc([89a-f][0-9a-f])")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-
-
-def shown_path(path: Any) -> str:
-    """A path as one line of text: control characters escaped visibly, undecodable bytes
-    of a non-UTF-8 name as ``\\xNN``."""
-    text = os.fsdecode(path) if isinstance(path, (bytes, os.PathLike)) else str(path)
-    text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
-
-
 def shown(value: Any) -> str:
     """``repr(value)`` cut to a readable length (ids come from hostile files), on one line."""
     text = shown_path(_SURROGATE.sub(r"\\x\1", repr(value)))
@@ -284,6 +268,10 @@ def discover(result_dir: str | os.PathLike, models: Iterable[str] | None = None,
     for entry in subdirs:
         if wanted_models is not None and entry.name not in wanted_models:
             continue
+        if entry.name in RESERVED_FOLDER_NAMES:
+            notices.append(f"{shown_path(entry.path)}: a model folder of this name would take the place of "
+                           f"{entry.name} in the score dir; not scored")
+            continue
         for result_file in _model_files(entry.name, Path(entry.path), notices):
             if wanted_categories is not None and result_file.category not in wanted_categories:
                 continue
@@ -308,43 +296,6 @@ def find_result_files(result_dir: Path) -> list[ResultFile]:
 # --------------------------------------------------------------------------- reading
 
 
-def open_regular(path: Path, limit: int | None = None) -> io.BufferedReader:
-    """Open ``path`` for reading if it is a regular file of at most ``limit`` bytes, else
-    raise :class:`UnreadableFile` (FIFOs, devices and sockets are never opened: a FIFO
-    could block, a device never end). Symlinks to regular files are followed (reading
-    does not write anywhere). ``limit`` defaults to :data:`MAX_RESULT_FILE_BYTES`."""
-    limit = MAX_RESULT_FILE_BYTES if limit is None else limit
-    try:
-        before = os.stat(path)
-    except OSError as exc:
-        raise UnreadableFile(path, f"cannot read it ({exc.strerror or type(exc).__name__})") from None
-    if not stat.S_ISREG(before.st_mode):
-        raise UnreadableFile(path, f"not a regular file ({_kind(before.st_mode)}); not read")
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError as exc:
-        raise UnreadableFile(path, f"cannot read it ({exc.strerror or type(exc).__name__})") from None
-    try:
-        after = os.fstat(fd)
-        if not stat.S_ISREG(after.st_mode):  # (swapped between stat and open)
-            raise UnreadableFile(path, f"not a regular file ({_kind(after.st_mode)}); not read")
-        if after.st_size > limit:
-            raise UnreadableFile(path, f"{after.st_size:,} bytes, more than the {limit:,} a file may have; not read")
-        os.set_blocking(fd, True)
-        return open(fd, "rb", closefd=True)
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return name
-    return "not a regular file"
-
-
 class Line(NamedTuple):
     """One non-blank line of a result file: its 1-based number and text (None: the line
     was too long and was not kept)."""
@@ -353,142 +304,52 @@ class Line(NamedTuple):
     text: str | None
 
 
-def read_lines(path: Path) -> Iterator[Line]:
-    """The non-blank lines of a result file, streamed (UTF-8, undecodable bytes replaced,
-    universal newlines as ``open()`` reads text). Raises :class:`UnreadableFile` before the
-    first line if the file is not to be read; an over-long line comes as ``Line(n, None)``."""
-    raw = open_regular(path)
-    with io.TextIOWrapper(raw, encoding="utf-8", errors="replace") as handle:
-        number = 0
-        while True:
-            line = handle.readline(MAX_RESULT_LINE_CHARS + 1)
-            if not line:
-                return
-            number += 1
-            if len(line) > MAX_RESULT_LINE_CHARS and not line.endswith("\n"):
-                while (rest := handle.readline(1 << 20)) and not rest.endswith("\n"):
-                    pass
+def read_lines(path: Path, *, newline: str | None = None, follow: bool = True) -> Iterator[Line]:
+    """The non-blank lines of a result file, streamed through the one reader of untrusted
+    files (:class:`~bfcl_safe.checker.inputs.Lines`: a regular file of at most
+    :data:`~bfcl_safe.interp.limits.MAX_RESULT_FILE_BYTES`; UTF-8, undecodable bytes
+    replaced; universal newlines as ``open()`` reads text unless ``newline`` says
+    otherwise). Raises :class:`UnreadableFile` before the first line if the file is not to
+    be read; a line longer than :data:`~bfcl_safe.interp.limits.MAX_RESULT_LINE_CHARS`
+    comes as ``Line(n, None)`` (:func:`too_long` says why it is skipped)."""
+    with Lines(path, RESULT_FILE, MAX_RESULT_LINE_CHARS, newline=newline, follow=follow) as lines:
+        for number, line in enumerate(lines, 1):
+            if line is None:
                 yield Line(number, None)
-                continue
-            if not line.isspace():  # (strip() would copy every line)
+            elif not line.isspace():  # (strip() would copy every line)
                 yield Line(number, line)
 
 
+def too_long() -> str:
+    """Why an over-long result line is skipped (evaluate, explain and generate's resume)."""
+    return f"longer than {MAX_RESULT_LINE_CHARS:,} characters; line skipped"
+
+
+class FirstOccurrence:
+    """The duplicate-id rule of result files: the first line of an id is the one used;
+    :meth:`problem` says why a later one is skipped (None for a first occurrence)."""
+
+    __slots__ = ("seen",)
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+
+    def problem(self, entry_id: str) -> str | None:
+        if entry_id in self.seen:
+            return f"duplicate id {shown(entry_id)}; the first occurrence is scored"
+        self.seen.add(entry_id)
+        return None
+
+
 # --------------------------------------------------------------------------- one line
-
-#: Every byte but quotes and brackets (deleted by ``bytes.translate``).
-_NOT_STRUCTURE = bytes(byte for byte in range(256) if byte not in b'"[]{}')
-#: Every byte but quotes, brackets, backslashes and the characters a backslash escapes in JSON.
-_NOT_JSON_ESCAPE = bytes(byte for byte in range(256) if byte not in b'"[]{}\\/bfnrtu')
-#: Texts shorter than this get the quick count of openers first (see :func:`deeper_than`).
-_QUICK_COUNT_CHARS = 4096
-_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
-#: Brackets per chunk of the depth count (one exact count per chunk that could pass the limit).
-_CHUNK = 256
-
-
-def _brackets(data: bytes, known_json: bool = False) -> bytes:
-    """The brackets of the (UTF-8) text ``data`` outside strings, in order, by bytes
-    operations only (each linear and in C, a few per line). Escapes first: backslash
-    pairs, then escaped quotes (a backslash run pairs from its start, as a parser reads
-    it); then only quotes and brackets are kept; adjacent quotes are dropped in pairs (an
-    empty string, or the end of one string and the start of the next: no bracket is between
-    them, and every other quote keeps its parity); what is left between a quote and the
-    next is inside a string.
-
-    ``known_json``: ``data`` is known to be JSON (a parser accepted it). Every backslash in it
-    then starts an escape whose second character is one of ``"\\/bfnrtu``, so the escapes
-    are found in the text reduced to those characters, quotes and brackets (a third of
-    an inference log): a backslash stays next to the character it escapes, and a run of
-    backslashes that the reduction joins is made of whole ``\\\\`` escapes but for its
-    last one, so it pairs as before. Exact on JSON only."""
-    if b"\\" in data:
-        if known_json:
-            data = data.translate(None, _NOT_JSON_ESCAPE)
-        data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
-    data = data.translate(None, _NOT_STRUCTURE)
-    if b'"' in data:
-        data = data.replace(b'""', b"")
-        if b'"' in data:  # strings holding brackets (or one left open to the end)
-            data = b"".join(data.split(b'"')[::2])
-    return data
-
-
-def _deepest(brackets: bytes, limit: int) -> int:
-    """The greatest depth the ``brackets`` reach, counted exactly only in the chunks where
-    the depth plus the chunk's openers could pass ``limit``: the result is exact when it
-    exceeds ``limit``, and at most ``limit`` otherwise."""
-    depth = deepest = 0
-    for start in range(0, len(brackets), _CHUNK):
-        chunk = brackets[start : start + _CHUNK]
-        openers = chunk.count(b"[") + chunk.count(b"{")
-        if depth + openers > limit:
-            deepest = max(deepest, *accumulate(map(_STEP.__getitem__, chunk), initial=depth))
-        depth += 2 * openers - len(chunk)
-    return deepest
-
-
-def openers(text: str, start: int = 0, end: int | None = None) -> int:
-    """How many ``[`` and ``{`` ``text[start:end]`` holds, those inside strings included:
-    a bound of its nesting depth. ``str.count`` copies nothing; it executes about twice the
-    instructions of counting with ``bytes.replace`` (which finds each byte with ``memchr``
-    but copies the text three times), yet takes less time (benchmarks/README.md)."""
-    end = len(text) if end is None else end
-    return text.count("[", start, end) + text.count("{", start, end)
-
-
-def nesting_depth(text: str, *, known_json: bool = False) -> int:
-    """How deeply JSON arrays and objects nest in ``text``: brackets inside strings do not
-    count, and a backslash followed by a backslash or a quote is an escape wherever it is
-    (other backslashes are ordinary characters). Exact on JSON; on invalid text still an
-    upper bound of what a parser reaches before it fails (up to the first error the text is
-    JSON). Linear time, no recursion, no Python-level step per character. ``known_json=True``
-    when ``text`` is known to be JSON: the same result, found with less work (exact on
-    JSON only)."""
-    return _deepest(_brackets(text.encode("utf-8", "surrogatepass"), known_json), -1)
-
-
-def deeper_than(text: str, limit: int, *, known_json: bool = False) -> bool:
-    """Whether :func:`nesting_depth` of ``text`` exceeds ``limit``: not when a short text
-    has no more openers than the limit at all (:func:`openers`; a longer one, with an
-    inference log, nearly always has more: the count would be spent), nor when there are
-    no more outside strings; else counted exactly only in the chunks where it could. (A
-    line the parser accepted is bounded piece by piece first: :func:`_deeper_in_pieces`.)
-    ``known_json`` as for :func:`nesting_depth`."""
-    if len(text) <= limit or (len(text) < _QUICK_COUNT_CHARS and openers(text) <= limit):
-        return False
-    return _deeper_exactly(text, limit, known_json=known_json)
-
-
-def _deeper_exactly(text: str, limit: int, *, known_json: bool) -> bool:
-    """:func:`deeper_than` past its bound by openers (counted by the caller)."""
-    brackets = _brackets(text.encode("utf-8", "surrogatepass"), known_json)
-    return brackets.count(b"[") + brackets.count(b"{") > limit and _deepest(brackets, limit) > limit
-
 
 class LineProblem(BfclSafeError, ValueError):
     """Why a result line is skipped, without its location (the caller adds it)."""
 
 
-def _deeper_in_pieces(text: str, pieces: list[Piece], limit: int) -> bool:
-    """:func:`deeper_than` for a JSON text whose :data:`~bfcl_safe.checker.scores.Piece` s
-    are known: a piece whose openers (counted with those inside strings: a bound of its
-    depth) leave it within the limit needs nothing more, and only the others are
-    counted exactly. An inference log's messages hold a few dozen openers each (at most
-    211 in the real results) and the whole log more than the limit: bounded message by
-    message, it is counted without copying or reducing its text."""
-    for start, end, above in pieces:
-        room = limit - above
-        if end - start <= 2 * room:
-            continue  # (a value d levels deep has d openers and d closers)
-        if openers(text, start, end) > room and _deeper_exactly(text[start:end], room, known_json=True):
-            return True
-    return False
-
-
 def _refuse_if_deep(text: str, known_json: bool, pieces: list[Piece] | None = None) -> None:
     if pieces:
-        deep = _deeper_in_pieces(text, pieces, MAX_RESULT_LINE_DEPTH)
+        deep = deeper_in_pieces(text, pieces, MAX_RESULT_LINE_DEPTH)
     else:
         deep = deeper_than(text, MAX_RESULT_LINE_DEPTH, known_json=known_json)
     if deep:
@@ -505,7 +366,7 @@ def parse_line(text: str, category: str) -> dict:
     skipped whatever else is wrong with it. The depth is counted after the C parser has
     read the line (it fails safely, with RecursionError, past a depth of its own that
     differs between Python versions): on a line it accepted, piece by piece (see
-    :func:`_deeper_in_pieces`) with the cheaper count for JSON; on a line it refused, the
+    :func:`~bfcl_safe.checker.codec.deeper_in_pieces`) with the cheaper count for JSON; on a line it refused, the
     count for any text decides which of the two reasons is given."""
     pieces: list[Piece] = []
     try:
@@ -547,21 +408,21 @@ def read_result_lines(path: Path, category: str) -> tuple[list[dict], list[str]]
     first occurrence is kept). Raises :class:`UnreadableFile`."""
     entries: list[dict] = []
     problems: list[str] = []
-    seen: set[str] = set()
+    first = FirstOccurrence()
     for line in read_lines(path):
         where = f"{shown_path(path)}:{line.number}"
         if line.text is None:
-            problems.append(f"{where}: longer than {MAX_RESULT_LINE_CHARS:,} characters; line skipped")
+            problems.append(f"{where}: {too_long()}")
             continue
         try:
             item = parse_line(line.text, category)
         except LineProblem as exc:
             problems.append(f"{where}: {exc}")
             continue
-        if item["id"] in seen:
-            problems.append(f"{where}: duplicate id {shown(item['id'])}; the first occurrence is scored")
+        duplicate = first.problem(item["id"])
+        if duplicate is not None:
+            problems.append(f"{where}: {duplicate}")
             continue
-        seen.add(item["id"])
         entries.append(item)
     entries.sort(key=lambda item: id_order(item["id"]))
     return entries, problems

@@ -39,20 +39,20 @@ from bfcl_safe.checker.dataset import Dataset
 from bfcl_safe.checker.decoders.models import decoder_for_model
 from bfcl_safe.checker.errors import INTERNAL_ERROR, RESOURCE_LIMIT
 from bfcl_safe.checker.parallel import ForkPool, InProcessPool, Lost, Pool, cannot_fork
+from bfcl_safe.checker.inputs import UnreadableFile, shown_path
+from bfcl_safe.checker.outputs import ScoreFileWriter
 from bfcl_safe.checker.results_io import (
     Discovery,
+    FirstOccurrence,
     LayoutError,
     ResultFile,
-    UnreadableFile,
     discover,
-    find_result_files,
     id_order,
     read_lines,
-    read_result_lines,
     shown,
-    shown_path,
+    too_long,
 )
-from bfcl_safe.checker.scores import ScoreFileWriter, write_leaderboard_csv
+from bfcl_safe.checker.scores import write_leaderboard_csv
 from bfcl_safe.checker.scoring import (
     SKIPPED,
     UNKNOWN,
@@ -64,10 +64,9 @@ from bfcl_safe.checker.scoring import (
     score_text,
 )
 from bfcl_safe.interp.errors import BfclSafeError
-from bfcl_safe.interp.limits import MAX_RESULT_LINE_CHARS
 
 __all__ = ["Options", "ResultFile", "FileScore", "ScoreRun", "ScoreDirError", "LayoutError", "Discovery",
-           "discover", "find_result_files", "read_result_lines", "score_tree"]
+           "discover", "score_tree"]
 
 #: Lines are scored in batches of at most this many (a pool's unit of work).
 BATCH_LINES = 25
@@ -301,7 +300,7 @@ def _read(result_file: ResultFile, options: Options, dataset: Dataset, decoders:
     try:
         for line in read_lines(result_file.path):
             if line.text is None:
-                item.problems.append((line.number, f"longer than {MAX_RESULT_LINE_CHARS:,} characters; line skipped"))
+                item.problems.append((line.number, too_long()))
             else:
                 item.lines.append((line.number, line.text))
     except (UnreadableFile, OSError, UnicodeError) as exc:
@@ -347,6 +346,7 @@ def _collect(item: _File, results: list, score_dir: Path, dataset: Dataset, opti
     # Line problems in line order; then the kept entries (first occurrence of an id).
     problems: list[tuple[int, str]] = list(item.problems)
     kept: dict[str, LineResult] = {}
+    first = FirstOccurrence()
     # In line order (they were scored in id order): the first occurrence of an id is kept.
     in_line_order = sorted(range(len(item.lines)), key=lambda index: item.lines[index][0])
     for index in in_line_order:
@@ -360,8 +360,8 @@ def _collect(item: _File, results: list, score_dir: Path, dataset: Dataset, opti
         results[index] = None  # (its text is in line_result now)
         if line_result.kind == SKIPPED:
             problems.append((number, line_result.message))
-        elif line_result.id in kept:
-            problems.append((number, f"duplicate id {shown(line_result.id)}; the first occurrence is scored"))
+        elif (duplicate := first.problem(line_result.id)) is not None:
+            problems.append((number, duplicate))
         else:
             kept[line_result.id] = line_result
     problems.sort(key=lambda pair: pair[0])

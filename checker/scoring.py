@@ -27,8 +27,9 @@ from typing import Any, NamedTuple, Sequence
 
 from bfcl_safe.checker.dataset import Dataset
 from bfcl_safe.checker.errors import INTERNAL_ERROR, RESOURCE_LIMIT
-from bfcl_safe.checker.results_io import LineProblem, malformed, parse_line, shown_path
-from bfcl_safe.checker.scores import RawJSON, dumps_line, raw_value
+from bfcl_safe.checker.codec import RawJSON, dumps_line, raw_value
+from bfcl_safe.checker.inputs import shown_path
+from bfcl_safe.checker.results_io import LineProblem, malformed, parse_line
 from bfcl_safe.checker.verdict import CheckOptions, EntryInput, RecordParts, check_entry
 from bfcl_safe.interp.budget import Budget
 from bfcl_safe.interp.errors import BudgetExceeded

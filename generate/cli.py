@@ -7,7 +7,6 @@ through that group's one boundary (one line, never a traceback).
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -15,27 +14,38 @@ from pathlib import Path
 import click
 
 from bfcl_safe.checker.contract import MULTI_TURN_CATEGORIES, category_of
+from bfcl_safe.checker.inputs import OPTION_FILE, UnreadableFile, read_json, shown_path
+from bfcl_safe.checker.outputs import model_folder
+from bfcl_safe.checker.terminal import shown
+from bfcl_safe.generate.results import check_result_folder
 
 #: BFCL's file of chosen ids for ``--run-ids`` (``{category: [id, ...]}``), in the project root.
 IDS_FILE = "test_case_ids_to_generate.json"
 
 
 def _ids_from_file(root: Path) -> list[str]:
+    """The multi-turn ids of ``{root}/{IDS_FILE}`` (``{category: [id, ...]}``), read through
+    the one door for untrusted files (a regular file, size and depth bounded); every id
+    must be a string."""
     from bfcl_safe.generate.run import GenerateError
 
     path = root / IDS_FILE
+    if not os.path.lexists(path):
+        raise GenerateError(f"--run-ids reads {shown_path(path)}, which does not exist")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise GenerateError(f"--run-ids reads {path}, which does not exist") from None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise GenerateError(f"--run-ids: {path} is not a JSON object of id lists ({type(exc).__name__})") from None
+        data = read_json(path, OPTION_FILE)
+    except UnreadableFile as exc:
+        raise GenerateError(f"--run-ids: {exc}") from None
     if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
-        raise GenerateError(f"--run-ids: {path} must be a JSON object {{category: [id, ...]}}")
+        raise GenerateError(f"--run-ids: {shown_path(path)} must be a JSON object {{category: [id, ...]}}")
     ids = []
     for category, values in data.items():
         if category in MULTI_TURN_CATEGORIES:
-            ids.extend(str(v) for v in values)
+            for value in values:
+                if not isinstance(value, str):
+                    raise GenerateError(f"--run-ids: {shown_path(path)}: {category!r} holds {shown(value)}, not an "
+                                        f"id string")
+                ids.append(value)
     return ids
 
 
@@ -95,7 +105,7 @@ def generate(ctx: click.Context, model: str, base_url: str | None, api_key_env: 
              rate_limit_retries: int, retry_wait: tuple[float, float], timeout: float) -> None:
     """Play BFCL multi-turn entries against a model and write result files like `bfcl generate`."""
     from bfcl_safe.checker import cli as checker_cli
-    from bfcl_safe.checker.terminal import ProgressLine, shown
+    from bfcl_safe.checker.terminal import ProgressLine
     from bfcl_safe.generate.client import RetryPolicy
     from bfcl_safe.generate.run import make_client, plan_run, run_plan
 
@@ -105,9 +115,11 @@ def generate(ctx: click.Context, model: str, base_url: str | None, api_key_env: 
                                  param_hint="'--base-url'")
     if retry_wait[0] < 0 or retry_wait[1] < retry_wait[0]:
         raise click.BadParameter("MIN and MAX must satisfy 0 <= MIN <= MAX", param_hint="'--retry-wait'")
+    folder = model_folder(model)  # a name that is no safe folder name: refused before anything else
     chosen, notices = checker_cli.select_categories(categories)
     root = checker_cli.project_root()
     result_dir = checker_cli.under_root(result_dir, "result")
+    check_result_folder(result_dir, folder)  # (a symlink or FIFO planted there: refused up front)
     wanted_ids = checker_cli.split_values(ids)
     if run_ids:
         wanted_ids += [i for i in _ids_from_file(root) if i not in wanted_ids]

@@ -9,19 +9,35 @@ per line (``json.dumps`` as BFCL writes it), sorted by id once a run ends.
 - Resume: the ids already in a file are skipped (:func:`existing_ids`), unless the run
   overwrites; a run of chosen ids with overwrite replaces their lines in place (BFCL's
   update mode), every other line is kept.
-- Files are rewritten through a temporary file and ``os.replace``: never half-written.
+- Reading goes through the one result-file reader
+  (:func:`bfcl_safe.checker.results_io.read_lines`: a regular file, size and line length
+  bounded, a FIFO never blocks) with its line rules, and a symlink as the result file is
+  refused; each line's JSON is decoded with the result lines' depth bound.
+- Writing goes through the one writer (:mod:`bfcl_safe.checker.outputs`): the model and
+  ``multi_turn`` folders are opened without following a symlink, lines are appended to a
+  regular file only (``O_NOFOLLOW``), and files are rewritten through a fresh temporary
+  file renamed over them: never half-written, never through a planted name.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 import threading
 from pathlib import Path
 from typing import Iterable
 
-from bfcl_safe.checker.contract import VERSION_PREFIX, category_of
+from bfcl_safe.checker.codec import NotJSON, TooDeep, loads_bounded
+from bfcl_safe.checker.contract import MULTI_TURN_CATEGORIES, MULTI_TURN_GROUP, category_of, result_file_name
+from bfcl_safe.checker.inputs import RESULT_FILE, UnreadableFile, read_bytes, shown_path
+from bfcl_safe.checker.outputs import UnsafePath, append_line, open_folder, replace_file
+from bfcl_safe.checker.results_io import read_lines, too_long
 from bfcl_safe.interp.errors import BfclSafeError
+from bfcl_safe.interp.limits import MAX_RESULT_LINE_DEPTH
+
+#: What a user can do about a result file that cannot be resumed from.
+_WAY_OUT = "move the file away or pass --allow-overwrite"
 
 
 class ResultFileError(BfclSafeError, ValueError):
@@ -31,14 +47,14 @@ class ResultFileError(BfclSafeError, ValueError):
         self.path = path
         self.line = line
         self.reason = reason
-        super().__init__(f"{path}:{line}: {reason}")
+        super().__init__(f"{shown_path(path)}:{line}: {reason}")
 
     def __reduce__(self):
         return (type(self), (self.path, self.line, self.reason))
 
 
 def result_path(result_dir: Path, model_folder: str, category: str) -> Path:
-    return Path(result_dir) / model_folder / "multi_turn" / f"{VERSION_PREFIX}_{category}_result.json"
+    return Path(result_dir) / model_folder / MULTI_TURN_GROUP / result_file_name(category)
 
 
 def entry_index(entry_id: str) -> tuple[str, int]:
@@ -50,65 +66,102 @@ def entry_index(entry_id: str) -> tuple[str, int]:
         return category, -1
 
 
-def _read_lines(path: Path) -> list[tuple[str, dict]]:
-    """``(line text, object)`` of every complete line; a last line without its newline
-    (a write cut short) is left out."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return []
-    except OSError as exc:
-        raise ResultFileError(path, 0, f"cannot be read ({exc.strerror})") from None
-    text = data.decode("utf-8", errors="replace")
-    lines = text.split("\n")
-    complete = lines[:-1]  # the part after the last newline is empty, or a cut-short line
+def _read_lines(path: Path) -> tuple[list[tuple[str, dict]], bool]:
+    """``(line text, object)`` of every complete line, and whether the file ends with a
+    newline; a last line without its newline (a write cut short) is left out. No file:
+    no lines."""
+    if not os.path.lexists(path):
+        return [], True
     out = []
-    for number, line in enumerate(complete, 1):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except (ValueError, RecursionError):
-            raise ResultFileError(path, number, "not a JSON object; move the file away or pass --allow-overwrite") from None
-        if not isinstance(value, dict) or not isinstance(value.get("id"), str):
-            raise ResultFileError(path, number, "a result line needs a string id")
-        out.append((line, value))
-    return out
+    complete = True
+    try:
+        for number, text in read_lines(path, newline="\n", follow=False):
+            if text is None:
+                raise ResultFileError(path, number, f"{too_long().split(';')[0]}; {_WAY_OUT}")
+            if not text.endswith("\n"):  # (only the last line can lack it)
+                complete = False
+                break
+            line = text[:-1]
+            try:
+                value = loads_bounded(line, MAX_RESULT_LINE_DEPTH)
+            except (NotJSON, TooDeep) as exc:
+                reason = str(exc) if isinstance(exc, TooDeep) else "not a JSON object"
+                raise ResultFileError(path, number, f"{reason}; {_WAY_OUT}") from None
+            if not isinstance(value, dict) or not isinstance(value.get("id"), str):
+                raise ResultFileError(path, number, "a result line needs a string id")
+            out.append((line, value))
+    except UnreadableFile as exc:
+        raise ResultFileError(path, 0, f"{exc.reason}; {_WAY_OUT}") from None
+    return out, complete
 
 
 def existing_ids(path: Path) -> set[str]:
     """The ids of the complete lines of a result file (none if it does not exist)."""
-    return {value["id"] for _, value in _read_lines(path)}
+    return {value["id"] for _, value in _read_lines(path)[0]}
 
 
-def _replace(path: Path, lines: Iterable[str]) -> None:
-    temporary = path.with_name(path.name + ".tmp")
-    with open(temporary, "w", encoding="utf-8") as handle:
+def _replace(path: Path, dir_fd: int, lines: Iterable[str]) -> None:
+    def write(handle) -> None:
         for line in lines:
             handle.write(line + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
+
+    replace_file(path.name, dir_fd, write, sync=True)
 
 
-def sort_file(path: Path) -> int:
+def sort_file(path: Path, dir_fd: int | None = None) -> int:
     """Sort a result file by id, keeping the last line of an id seen twice; drop a
-    cut-short last line. Returns the number of lines."""
-    lines = _read_lines(path)
-    if not lines and not path.exists():
+    cut-short last line. Returns the number of lines. ``dir_fd``: the file's folder
+    (opened by the caller without following symlinks; else ``path.parent``)."""
+    lines, _ = _read_lines(path)
+    if not lines and not os.path.lexists(path):
         return 0
     latest: dict[str, str] = {}
     for line, value in lines:
         latest[value["id"]] = line
     ordered = [latest[key] for key in sorted(latest, key=entry_index)]
-    raw = path.read_bytes()
+    try:
+        raw = read_bytes(path, RESULT_FILE, follow=False)
+    except UnreadableFile as exc:
+        raise ResultFileError(path, 0, exc.reason) from None
     if raw != ("".join(line + "\n" for line in ordered)).encode("utf-8"):
-        _replace(path, ordered)
+        fd = open_folder(path.parent) if dir_fd is None else dir_fd
+        try:
+            _replace(path, fd, ordered)
+        finally:
+            if dir_fd is None:
+                os.close(fd)
     return len(ordered)
 
 
+def check_result_folder(result_dir: Path, model_folder: str) -> None:
+    """Refuse at once (:class:`~bfcl_safe.checker.outputs.UnsafePath`), before anything is
+    played, a result folder ``generate`` would not write into: the model folder or its
+    ``multi_turn`` folder a symlink or not a folder, a result file there a symlink, FIFO,
+    device or folder. Nothing is created or opened."""
+    path = Path(result_dir)
+    for part in (model_folder, MULTI_TURN_GROUP):
+        path = path / part
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            return
+        if not stat.S_ISDIR(mode):
+            raise UnsafePath(path, "a symlink" if stat.S_ISLNK(mode) else "not a folder")
+    for category in MULTI_TURN_CATEGORIES:
+        file = path / result_file_name(category)
+        try:
+            mode = os.lstat(file).st_mode
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(mode):
+            raise UnsafePath(file, "a symlink" if stat.S_ISLNK(mode) else "not a regular file")
+
+
 class ResultWriter:
-    """Writes result lines of one model, from any thread."""
+    """Writes result lines of one model, from any thread. Made before any entry is
+    played: the model's ``multi_turn`` folder is opened (made where missing) without
+    following a symlink, and a result file there that is not a regular file (a symlink,
+    a FIFO, a folder) is refused at once with :class:`~bfcl_safe.checker.outputs.UnsafePath`."""
 
     def __init__(self, result_dir: Path, model_folder: str, *, update: bool = False):
         self.result_dir = Path(result_dir)
@@ -118,38 +171,62 @@ class ResultWriter:
         self._prepared: set[Path] = set()
         #: Paths written by this writer.
         self.paths: set[Path] = set()
+        fd = self._folder()
+        try:
+            for category in MULTI_TURN_CATEGORIES:
+                self._check(result_path(self.result_dir, self.model_folder, category), fd)
+        finally:
+            os.close(fd)
+
+    def _folder(self) -> int:
+        return open_folder(self.result_dir, (self.model_folder, MULTI_TURN_GROUP))
+
+    @staticmethod
+    def _check(path: Path, dir_fd: int) -> None:
+        try:
+            mode = os.stat(path.name, dir_fd=dir_fd, follow_symlinks=False).st_mode
+        except FileNotFoundError:
+            return
+        if not stat.S_ISREG(mode):
+            raise UnsafePath(path, "a symlink" if stat.S_ISLNK(mode) else "not a regular file")
 
     def path_for(self, entry_id: str) -> Path:
         return result_path(self.result_dir, self.model_folder, category_of(entry_id))
 
-    def _prepare(self, path: Path) -> None:
-        """Before the first append: create the folder; drop a cut-short last line."""
+    def _prepare(self, path: Path, dir_fd: int) -> None:
+        """Before the first append: drop a cut-short last line."""
         if path in self._prepared:
             return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if path.exists():
-            raw = path.read_bytes()
-            if raw and not raw.endswith(b"\n"):
-                _replace(path, [line for line, _ in _read_lines(path)])
+        lines, complete = _read_lines(path)
+        if not complete:
+            _replace(path, dir_fd, [line for line, _ in lines])
         self._prepared.add(path)
 
     def write(self, line: dict) -> None:
         text = json.dumps(line)
         path = self.path_for(line["id"])
         with self._lock:
-            self._prepare(path)
-            self.paths.add(path)
-            if self.update:
-                kept = [old for old, value in _read_lines(path) if value["id"] != line["id"]]
-                _replace(path, sorted([*kept, text], key=lambda item: entry_index(json.loads(item)["id"])))
-                return
-            with open(path, "a", encoding="utf-8") as handle:
-                handle.write(text + "\n")
-                handle.flush()
-                os.fsync(handle.fileno())
+            fd = self._folder()
+            try:
+                self._prepare(path, fd)
+                self.paths.add(path)
+                if self.update:
+                    kept = [(old, value["id"]) for old, value in _read_lines(path)[0] if value["id"] != line["id"]]
+                    ordered = sorted([*kept, (text, line["id"])], key=lambda pair: entry_index(pair[1]))
+                    _replace(path, fd, [old for old, _ in ordered])
+                    return
+                append_line(path.name, fd, text, where=path)
+            finally:
+                os.close(fd)
 
     def finish(self) -> None:
         """Sort every file written by this writer."""
         with self._lock:
-            for path in sorted(self.paths):
-                sort_file(path)
+            if not self.paths:
+                return
+            fd = self._folder()
+            try:
+                for path in sorted(self.paths):
+                    sort_file(path, fd)
+            finally:
+                os.close(fd)

@@ -15,6 +15,7 @@ from typing import Any, Callable, Mapping, Sequence
 import attrs
 
 from bfcl_safe.checker.contract import MULTI_TURN_CATEGORIES, category_of
+from bfcl_safe.checker.outputs import model_folder
 from bfcl_safe.generate.client import ChatClient, RetryPolicy
 from bfcl_safe.generate.inference import Completion, ModelSpec, play_entry
 from bfcl_safe.generate.prompting import load_prompt_templates
@@ -71,7 +72,7 @@ def plan_run(dataset: Any, *, model: str, mode: str | None, categories: Sequence
     categories); with ``allow_overwrite`` their lines are replaced in place, while
     without ids the categories' files are started afresh (as ``bfcl generate -o``)."""
     spec, registered = resolve_model(dataset, model, mode, temperature)
-    folder = model.replace("/", "_")
+    folder = model_folder(model)
     chosen = list(dict.fromkeys(ids))
     if chosen:
         unknown = []

@@ -21,8 +21,10 @@ entry as BFCL's FC inference does, through
   BFCL's converter keeps: it is left out;
 - each model reply is one step; its calls' results come back as ``tool`` messages; a reply
   without tool calls ends the turn and the next turn's user messages follow. A tool call
-  whose arguments Inspect could not parse (``parse_error``) is given to the episode as
-  undecodable arguments, so that, as in BFCL, the step does not decode and the turn ends;
+  whose arguments Inspect could not parse (``parse_error``), or parsed into what JSON
+  cannot hold (its YAML fallback makes a bare ``2024-01-01`` a ``date``, ``!!set {a, b}`` a
+  ``set``), is given to the episode as undecodable arguments, so that, as in BFCL, the
+  step does not decode and the turn ends; the sample and the evaluation go on;
 - the sample ends where BFCL ends the entry: after the last turn, or at the 21st step
   with calls of a turn (force-termination; ``message_limit`` should stay unset).
 
@@ -66,14 +68,26 @@ def tool_infos(openai_tools: Iterable[dict]) -> list[ToolInfo]:
             for tool in openai_tools]
 
 
+def arguments_text(call: Any) -> str:
+    """The JSON text of an Inspect ``ToolCall``'s arguments, or ``""`` — arguments that do
+    not decode, so that the step does not decode and the turn ends, as in BFCL — when
+    Inspect could not parse them (``parse_error``) or parsed them into what JSON cannot
+    hold: its YAML fallback turns a bare ``2024-01-01`` into a ``date`` and ``!!set {a, b}``
+    into a ``set`` (as BFCL sees it, text that is not a JSON object)."""
+    if call.parse_error is not None:
+        return ""
+    try:
+        return json.dumps(call.arguments)
+    except (TypeError, ValueError, RecursionError):  # a date, a set, bytes, an int past str()'s limit, ...
+        return ""
+
+
 def openai_message(message: Any) -> dict:
     """An Inspect ``ChatMessageAssistant`` as the OpenAI chat message BFCL's handler reads."""
     calls = message.tool_calls
     tool_calls = None
     if calls is not None:
-        tool_calls = [{"id": call.id, "name": call.function,
-                       "arguments": "" if call.parse_error is not None else json.dumps(call.arguments)}
-                      for call in calls]
+        tool_calls = [{"id": call.id, "name": call.function, "arguments": arguments_text(call)} for call in calls]
     return assistant_message(message.text, tool_calls)
 
 
@@ -99,8 +113,13 @@ def bfcl_solver(dataset: Dataset, owner: str | None = None):
         entry_id = state.metadata.get("entry_id", state.sample_id)
         conversation = Conversation.from_entry(str(entry_id), dataset, owner=owner)
         model = get_model()
+        offered: list[dict] | None = None  # the episode's tools list (the same object until it changes)
+        infos: list[ToolInfo] = []
         while not conversation.done:
-            output = await model.generate(state.messages, tools=tool_infos(conversation.tools()))
+            tools = conversation.episode.tools(format="openai", shared=True)
+            if tools is not offered:
+                offered, infos = tools, tool_infos(tools)
+            output = await model.generate(state.messages, tools=infos)
             reply = output.message
             state.messages.append(reply)
             names = {call.id: call.function for call in reply.tool_calls or ()}
@@ -152,4 +171,5 @@ def bfcl_multi_turn(categories: list[str] | str | None = None, ids: list[str] | 
                 scorer=bfcl_scorer(partial_credit))
 
 
-__all__ = ["STORE_KEY", "bfcl_multi_turn", "bfcl_scorer", "bfcl_solver", "openai_message", "samples", "tool_infos"]
+__all__ = ["STORE_KEY", "arguments_text", "bfcl_multi_turn", "bfcl_scorer", "bfcl_solver", "openai_message", "samples",
+           "tool_infos"]

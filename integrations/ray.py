@@ -53,12 +53,16 @@ from bfcl_safe.interp.errors import BfclSafeError
 
 
 class RayUnavailable(BfclSafeError, ConnectionError):
-    """Ray could not be reached at ``address``; ``cause`` names the exception Ray raised."""
+    """Ray could not be started (``address`` ``"local"``/None) or reached at ``address``;
+    ``cause`` is the exception Ray raised (its type and first line)."""
 
     def __init__(self, address: str | None, cause: str):
         self.address = address
         self.cause = cause
-        super().__init__(f"cannot connect to Ray at {address or 'a new local instance'!r} ({cause})")
+        if address in (None, "local"):
+            super().__init__(f"cannot start Ray: {cause}")
+        else:
+            super().__init__(f"cannot connect to Ray at {address[:200]!r}: {cause}")
 
     def __reduce__(self):
         return (type(self), (self.address, self.cause))
@@ -73,8 +77,16 @@ def connect(address: str | None = None, **init_args: Any) -> None:
         return
     try:
         ray.init(address=None if address in (None, "local") else address, **init_args)
-    except (ConnectionError, RuntimeError, ValueError, TimeoutError) as exc:
-        raise RayUnavailable(address, type(exc).__name__) from None
+    except Exception as exc:  # noqa: BLE001 - Ray raises a bare Exception when its node does not start
+        raise RayUnavailable(address, _cause(exc)) from None
+
+
+def _cause(exc: BaseException) -> str:
+    """An exception as one short line: its type and the first line of its message."""
+    lines = str(exc).strip().splitlines()
+    first = lines[0].strip() if lines else ""
+    text = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+    return text if len(text) <= 300 else text[:300] + "..."
 
 
 class _Scorer:
@@ -145,8 +157,12 @@ class _EpisodeActor:
 
     def __init__(self, entry_id: str | None = None, data: str | None = None, owner: str | None = None,
                  episode: Any = None):
-        from bfcl_safe.checker.play import Episode
+        from bfcl_safe.checker.play import ArgumentError, Episode
 
+        if episode is not None and not isinstance(episode, Episode):
+            raise ArgumentError("episode", f"episode must be an Episode, not {type(episode).__name__}")
+        if data is not None and not isinstance(data, str):
+            raise ArgumentError("data", f"data must be a path (str) or None, not {type(data).__name__}")
         self._episode = episode if episode is not None else Episode.from_entry(entry_id, Dataset.open(data),
                                                                                owner=owner)
 

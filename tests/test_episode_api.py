@@ -376,3 +376,54 @@ def test_concurrent_episodes_of_one_entry_do_not_interfere(entry_id):
         else:
             assert all(v["valid"] for v in verdicts), (key, verdicts)
             assert (verdicts, state, result) == alone[0]
+
+
+def test_tools_are_built_once_per_tool_set_and_kept_out_of_the_state():
+    import pickle
+
+    from bfcl_safe.checker.openai_format import tools_for_turn
+
+    episode = Episode.from_entry("multi_turn_miss_func_0", dataset())
+    held = min(int(turn) for turn in episode.prompt["missed_function"])
+    first = episode.tools(format="openai", shared=True)
+    assert episode.tools(format="openai", shared=True) is first  # the same list while the tools stay the same
+    copy_ = episode.tools(format="openai")
+    assert copy_ == first and copy_ is not first
+    copy_[0]["function"]["name"] = "changed"
+    assert episode.tools(format="openai", shared=True)[0]["function"]["name"] != "changed"
+    for turn in range(episode.turn_count):
+        for fmt, style in (("openai", "openai-completions"), ("openai-responses", "openai-responses")):
+            assert episode.tools(turn, format=fmt) == tools_for_turn(episode.prompt, turn, style=style)
+    assert episode.tools(held, format="openai", shared=True) is not first  # held-out tools appeared
+    assert len(episode.tools(held, format="openai")) > len(first)
+    # Not part of the episode's state: pickles and snapshots are as without it.
+    fresh = Episode.from_entry("multi_turn_miss_func_0", dataset())
+    assert len(pickle.dumps(episode)) == len(pickle.dumps(fresh))
+    assert set(episode.snapshot().state) == set(fresh.snapshot().state)
+
+
+CHILD_MPMATH = """
+import sys
+from bfcl_safe import Dataset
+from bfcl_safe.checker.play import Episode
+ds = Dataset.open(sys.argv[1])
+entries = [e for e in ds.entries("multi_turn_base")]
+plain = next(e["id"] for e in entries if "MathAPI" not in e["involved_classes"])
+math = next(e["id"] for e in entries if "MathAPI" in e["involved_classes"])
+Episode.from_entry(plain, ds)
+before = "mpmath" in sys.modules
+Episode.from_entry(math, ds)
+print(before, "mpmath" in sys.modules)
+"""
+
+
+def test_mpmath_is_imported_when_an_episode_with_mathapi_is_created():
+    import subprocess
+    import sys
+
+    from tests.refenv import ROOT, wheel
+
+    out = subprocess.run([sys.executable, "-c", CHILD_MPMATH, str(wheel())], capture_output=True, text=True,
+                         timeout=120, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["False", "True"]

@@ -107,8 +107,8 @@ def test_the_model_was_sent_the_same_requests(runs, mode, category):
 
 @pytest.mark.parametrize("mode, category", CASES)
 def test_verdicts_equal_the_reference_checkers(runs, mode, category, runner):
+    from bfcl_safe.checker.outputs import score_file_path
     from bfcl_safe.cli import main
-    from bfcl_safe.checker.scores import score_file_path
 
     run = runs[mode, category]
     dataset = load_dataset()

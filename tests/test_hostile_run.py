@@ -38,9 +38,11 @@ from hypothesis import strategies as st
 from bfcl_safe.checker import results_io, runner, scoring
 from bfcl_safe.checker.errors import INTERNAL_ERROR, RESOURCE_LIMIT
 from bfcl_safe.checker.replay import ground_truth_as_fc
-from bfcl_safe.checker.results_io import LayoutError, UnreadableFile, discover, read_lines
+from bfcl_safe.checker.inputs import Kind, UnreadableFile
+from bfcl_safe.checker.results_io import LayoutError, discover, read_lines
 from bfcl_safe.checker.runner import Options, ScoreDirError, score_tree
-from bfcl_safe.checker.scores import dumps_line
+from bfcl_safe.checker import codec
+from bfcl_safe.checker.codec import dumps_line
 from bfcl_safe.checker.scoring import Context, render_record, score_item
 from bfcl_safe.interp import budget
 from bfcl_safe.interp.errors import BudgetExceeded
@@ -345,7 +347,7 @@ def test_lines_and_files_beyond_their_limits_are_refused(tmp_path: Path, monkeyp
     monkeypatch.setattr(results_io, "MAX_RESULT_LINE_CHARS", 1000)
     assert [(line.number, line.text) for line in read_lines(path)] == [
         (1, "short\n"), (2, None), (4, "last\n"), (5, "bare\n"), (6, "end")]
-    monkeypatch.setattr(results_io, "MAX_RESULT_FILE_BYTES", 100)
+    monkeypatch.setattr(results_io, "RESULT_FILE", Kind("result file", 100))
     with pytest.raises(UnreadableFile, match=r"5,0\d\d bytes, more than the 100 a file may have; not read"):
         list(read_lines(path))
 
@@ -616,7 +618,7 @@ def test_jobs_2_writes_what_jobs_1_writes_on_the_hostile_tree(hostile_runs: dict
 
 @pytest.mark.parametrize("name", ["..", ".", "", "a/b", "nul\0byte"])
 def test_a_model_name_that_is_not_one_folder_name_is_never_written_through(tmp_path: Path, name: str) -> None:
-    from bfcl_safe.checker.scores import ScoreFileWriter, UnsafePath
+    from bfcl_safe.checker.outputs import ScoreFileWriter, UnsafePath
 
     with pytest.raises(UnsafePath, match="not a folder name; not written through"):
         ScoreFileWriter(tmp_path / "score", name, BASE)
@@ -635,7 +637,7 @@ def test_a_planted_score_file_too_deep_to_parse_leaves_the_per_turn_column_na(tm
 
 
 def _depth_by_hand(text: str) -> int:
-    """The specification of ``results_io.nesting_depth``, one character at a time."""
+    """The specification of ``codec.nesting_depth``, one character at a time."""
     depth = deepest = index = 0
     inside = False
     while index < len(text):
@@ -656,8 +658,8 @@ def _depth_by_hand(text: str) -> int:
 
 @given(st.text(st.sampled_from('[]{}"\\a, é'), max_size=3000), st.sampled_from([0, 1, 3, 40, 200]))
 def test_the_depth_count_and_its_quick_bound_follow_the_specification(text: str, limit: int) -> None:
-    assert results_io.nesting_depth(text) == _depth_by_hand(text)
-    assert results_io.deeper_than(text, limit) == (_depth_by_hand(text) > limit)
+    assert codec.nesting_depth(text) == _depth_by_hand(text)
+    assert codec.deeper_than(text, limit) == (_depth_by_hand(text) > limit)
 
 
 @given(st.recursive(st.none() | st.text('[]{}"\\ab\n'), lambda inner: st.lists(inner, max_size=3)
@@ -669,8 +671,8 @@ def test_the_depth_count_is_the_nesting_of_any_json_value(value, ascii_only: boo
         return (1 + max(map(nesting, children), default=0)) if isinstance(item, (dict, list)) else 0
 
     text = json.dumps(value, ensure_ascii=ascii_only)
-    assert results_io.nesting_depth(text) == nesting(value)
-    assert results_io.nesting_depth(text, known_json=True) == nesting(value)
+    assert codec.nesting_depth(text) == nesting(value)
+    assert codec.nesting_depth(text, known_json=True) == nesting(value)
 
 
 #: Characters that meet every escape JSON has (json.dumps writes \n, \t, \u0001, \\, \", and
@@ -689,9 +691,9 @@ def test_the_count_for_known_json_equals_the_count_for_any_text_on_json(value, a
         text = "[" * 250 + text + "]" * 250
     json.loads(text)  # the premise: a parser accepts it
     expected = _depth_by_hand(text)
-    assert results_io.nesting_depth(text, known_json=True) == expected == results_io.nesting_depth(text)
+    assert codec.nesting_depth(text, known_json=True) == expected == codec.nesting_depth(text)
     for bound in (limit, limit + 250):
-        assert results_io.deeper_than(text, bound, known_json=True) == (expected > bound)
+        assert codec.deeper_than(text, bound, known_json=True) == (expected > bound)
 
 
 @pytest.mark.parametrize(("text", "reason"), [
@@ -714,8 +716,8 @@ def test_a_line_too_deep_is_skipped_for_its_depth_whatever_else_is_wrong(text: s
 def test_closing_brackets_inside_strings_do_not_hide_a_deep_line(inside: str) -> None:
     # (A count of brackets that ignored strings let 300 closers in a string hide 250 levels.)
     text = json.dumps([inside]) + "[" * 250 + "]" * 250
-    assert results_io.nesting_depth(text) == 250
-    assert results_io.deeper_than(text, 200)
+    assert codec.nesting_depth(text) == 250
+    assert codec.deeper_than(text, 200)
     with pytest.raises(results_io.LineProblem, match="nested 252 levels deep"):
         results_io.parse_line(json.dumps({"id": f"{BASE}_0", "result": [[inside], [[[[]]]]], "x": [[inside]]})[:-1]
                               + ', "deep": ' + "[" * 251 + "]" * 251 + "}", BASE)

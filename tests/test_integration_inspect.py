@@ -124,3 +124,56 @@ def test_tools_offered_grow_when_the_held_out_turn_starts(tmp_path):
 def test_bad_task_arguments_say_what(arguments: dict[str, Any], message: str):
     with pytest.raises(ValueError, match=message):
         bfcl_multi_turn(dataset=dataset(), **arguments)
+
+
+@pytest.mark.parametrize("bare", ["2024-01-01", "!!set {a, b}"], ids=["date", "set"])
+def test_arguments_inspect_parses_into_a_date_or_a_set_end_the_turn_and_the_eval_goes_on(bare, tmp_path):
+    """Inspect's own parser (its YAML fallback for arguments that are not a JSON object)
+    makes ``{first parameter: date}`` or ``{...: set}``: the step does not decode (BFCL
+    sees text that is not JSON), the turn ends, the sample is scored as ``evaluate``
+    scores the steps it sent, and the other samples of the evaluation are unaffected."""
+    from datetime import date
+
+    from inspect_ai.model._call_tools import parse_tool_call
+
+    entry_id = "multi_turn_base_0"
+    truth = next(replies for e, _, replies in scripts(["multi_turn_base"], mutants=False) if e == entry_id)
+    parsed: list = []
+
+    def reply(messages, tools, tool_choice, config) -> ModelOutput:
+        key = int(str(messages[0].content).removeprefix("script "))
+        number = sum(1 for m in messages if m.role == "assistant")
+        if key == 0 and number == 0:
+            call = parse_tool_call("call_bare", "cd", bare, tools)  # Inspect's own parsing of the text
+            parsed.append(call.arguments)
+            output = ModelOutput.for_tool_call(model="mockllm/model", tool_name="cd", tool_arguments={})
+            output.choices[0].message.tool_calls = [call]
+        else:
+            replies = truth if key == 1 else truth[1:]  # sample 0: its first turn was the bare call
+            kind, value = replies[number - (0 if key == 1 else 1)] if number - (0 if key == 1 else 1) < len(
+                replies) else ("text", "Done.")
+            if kind == "text":
+                output = ModelOutput.from_content(model="mockllm/model", content=value)
+            else:
+                output = ModelOutput.for_tool_call(model="mockllm/model", tool_name=value[0][0],
+                                                   tool_arguments=value[0][1])
+                output.choices[0].message.tool_calls = [
+                    ToolCall(id=f"call_{number}_{i}", function=name, arguments=args)
+                    for i, (name, args) in enumerate(value)]
+        output.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)  # (no tokenizer download)
+        return output
+
+    base = {s.id: s for s in samples(dataset(), ["multi_turn_base"], {entry_id})}[entry_id]
+    task_samples = [Sample(input=[ChatMessageSystem(content=f"script {key}"), *base.input], id=key,
+                           metadata=dict(base.metadata)) for key in (0, 1)]
+    task = Task(dataset=MemoryDataset(task_samples), solver=bfcl_solver(dataset(), MODEL), scorer=bfcl_scorer())
+    logs = inspect_eval(task, model=get_model("mockllm/model", custom_outputs=reply), log_dir=str(tmp_path),
+                        display="none", log_format="json", score_display=False)
+    assert len(logs) == 1 and logs[0].status == "success", logs[0].error
+    assert parsed and isinstance(next(iter(parsed[0].values())), date if bare[0] == "2" else set)
+    scores = {sample.id: next(iter(sample.scores.values())) for sample in logs[0].samples}
+    assert all(sample.error is None for sample in logs[0].samples)
+    result = scores[0].metadata["result"]
+    assert result[0][0] == [{"cd": ""}]  # stored as undecodable arguments, the turn ended there
+    assert scores[0].answer == evaluate_verdict(entry_id, result)["error_type"]
+    assert scores[1].value == 1.0 and scores[1].answer == "valid"

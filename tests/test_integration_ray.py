@@ -166,3 +166,44 @@ def test_evaluate_ray_address_writes_the_serial_runs_files(local_ray, tmp_path):
     counts = [re.search(r"Scored (\d+) entries", run.output).group(1) for run in (serial, on_ray)]
     assert counts[0] == counts[1] and int(counts[0]) >= 60
     assert _files(tmp_path / "serial") == _files(tmp_path / "ray")
+
+
+@pytest.mark.parametrize(("address", "raised", "wanted"), [
+    ("local", Exception("The current node timed out during startup. This could happen because some of the Ray "
+                        "processes failed to startup.\nTraceback ..."),
+     "Error: cannot start Ray: Exception: The current node timed out during startup."),
+    ("local", RuntimeError("\x1b]0;owned\x07no resources"), "Error: cannot start Ray: RuntimeError: "),
+    ("ray://10.0.0.1:10001", ConnectionError("ray client connection timeout"),
+     "Error: cannot connect to Ray at 'ray://10.0.0.1:10001': ConnectionError: ray client connection timeout"),
+], ids=["local-node-timeout", "local-control-characters", "remote-unreachable"])
+def test_evaluate_when_ray_does_not_start_says_so_in_one_line(monkeypatch, runner, tmp_path, address, raised,
+                                                              wanted):
+    # Ray's node failing to start is simulated: ray.init raising what Ray raises then.
+    from bfcl_safe.cli import main
+
+    def failing_init(*args, **kwargs):
+        raise raised
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", failing_init)
+    result_dir = real_results_subset(tmp_path, 2)
+    result = runner.invoke(main, ["evaluate", "--result-dir", str(result_dir), "--data", str(wheel()),
+                                  "--score-dir", str(tmp_path / "score"), "--ray-address", address])
+    assert result.exit_code == 1, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(wanted), lines
+    assert "Internal error" not in result.stderr and "\x1b" not in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "score").exists() or not any((tmp_path / "score").rglob("*.json"))
+
+
+@pytest.mark.parametrize("arguments", [{"episode": {"not": "an episode"}}, {"entry_id": 5},
+                                       {"entry_id": "multi_turn_base_0", "data": ["a", "list"]},
+                                       {"entry_id": "multi_turn_base_0", "owner": 5}],
+                         ids=["episode-dict", "entry-int", "data-list", "owner-int"])
+def test_the_episode_actor_refuses_arguments_of_the_wrong_type(arguments):
+    # The actor's class itself (Ray runs the same __init__ in the worker).
+    from bfcl_safe.checker.play import ArgumentError
+    from bfcl_safe.integrations.ray import _EpisodeActor
+
+    with pytest.raises(ArgumentError):
+        _EpisodeActor(**{"data": str(wheel()), **arguments})

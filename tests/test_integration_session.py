@@ -86,3 +86,34 @@ def test_missing_extra_names_the_extra():
     error = MissingExtra("ray", "ray")
     assert isinstance(error, ImportError) and error.extra == "ray"
     assert "pip install 'bfcl-safe[ray]'" in str(error)
+
+
+def test_areply_plays_like_reply_under_a_running_loop():
+    import asyncio
+
+    entries = [entry_id for entry_id, kind, _ in scripts(["multi_turn_miss_func"], mutants=False)][::20]
+    table = {entry_id: next(r for e, _, r in scripts(["multi_turn_miss_func"], mutants=False) if e == entry_id)
+             for entry_id in entries}
+
+    async def play_async(entry_id: str) -> tuple[list, dict]:
+        player = Player({0: table[entry_id]})
+        conversation = Conversation.from_entry(entry_id, dataset(), owner=MODEL)
+        chat = list(conversation.opening())
+        while not conversation.done:
+            message = _message(player.next(0), len(player.sent[0]))
+            chat.append(message)
+            chat.extend(await conversation.areply(message))
+        return chat, conversation.summary()
+
+    async def all_of_them() -> list:
+        return await asyncio.gather(*(play_async(entry_id) for entry_id in entries))
+
+    for (chat, summary), entry_id in zip(asyncio.run(all_of_them()), entries):
+        player = Player({0: table[entry_id]})
+        conversation = Conversation.from_entry(entry_id, dataset(), owner=MODEL)
+        want = list(conversation.opening())
+        while not conversation.done:
+            message = _message(player.next(0), len(player.sent[0]))
+            want.append(message)
+            want.extend(conversation.reply(message))
+        assert chat == want and summary == conversation.summary() and summary["valid"], entry_id

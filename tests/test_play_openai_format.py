@@ -16,7 +16,7 @@ import pytest
 
 from bfcl_safe.checker.openai_format import (
     ADDITIONAL_FUNCTION_PROMPT, PYTHON_SYNTAX_HINT, ToolFormatError, openai_tools, prompting_results_message,
-    reply_step, tool_messages, tools_for_turn, turn_messages,
+    reply_step, responses_step, tool_messages, tools_for_turn, turn_messages,
 )
 from tests.checker_support import CATEGORIES, dataset
 from tests.refenv import import_reference
@@ -137,3 +137,32 @@ def test_conversion_does_not_change_its_input():
     before = json.dumps(prompt["function"])
     tools_for_turn(prompt, 0)
     assert json.dumps(prompt["function"]) == before
+
+
+def _text(text):
+    return {"type": "output_text", "text": text, "annotations": []}
+
+
+@pytest.mark.parametrize(("output", "step", "ids"), [
+    # BFCL's OpenAIResponsesHandler: the function_call items in order, other items left out ...
+    ([{"type": "reasoning", "summary": []}, {"type": "message", "content": [_text("hi")]},
+      {"type": "function_call", "call_id": "a", "name": "ls", "arguments": "{}"},
+      {"type": "function_call", "call_id": "b", "name": "cd", "arguments": '{"folder": "x"}'}],
+     [{"ls": "{}"}, {"cd": '{"folder": "x"}'}], ["a", "b"]),
+    # ... else the SDK's output_text: every output_text part of every message, joined
+    ([{"type": "message", "content": [_text("a"), {"type": "refusal", "refusal": "no"}, _text("b")]},
+      {"type": "message", "content": [_text(None), _text("c")]}], "abc", []),
+    ([{"type": "reasoning", "summary": []}], "", []),
+    ([], "", []),
+    # unreadable (BFCL's handler would raise): no step
+    ([{"type": "function_call", "call_id": "a", "arguments": "{}"}], None, []),
+    ([{"summary": []}], None, []),
+], ids=["calls", "text-joined", "reasoning-only", "empty", "call-without-name", "item-without-type"])
+def test_responses_step_is_what_bfcls_responses_handler_stores(output, step, ids):
+    assert responses_step(output) == (step, ids)
+
+
+def test_tool_messages_in_the_responses_style():
+    assert tool_messages(["r1", "r2"], ["a", "b"], style="openai-responses") == [
+        {"type": "function_call_output", "call_id": "a", "output": "r1"},
+        {"type": "function_call_output", "call_id": "b", "output": "r2"}]

@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bfcl_safe.checker import results_io
-from bfcl_safe.checker.scores import RawJSON, dumps_line, loads_result_line, raw_value
+from bfcl_safe.checker import codec
+from bfcl_safe.checker.codec import RawJSON, dumps_line, loads_result_line, raw_value
 from tests.refenv import REAL_RESULTS
 
 
@@ -124,16 +125,16 @@ def test_the_pieces_hold_every_value_and_give_the_line_depth(pairs, ensure_ascii
     text = _text(pairs, ensure_ascii, indent, separators, padding)
     pieces: list = []
     loads_result_line(text, pieces=pieces)
-    depth = results_io.nesting_depth(text)
+    depth = codec.nesting_depth(text)
     ends = [0]
     for start, end, above in pieces:
         assert start >= ends[-1] and above in (1, 2)  # in order, apart
         json.loads(text[start:end])  # each piece is one JSON value
         ends.append(end)
-    assert max([1] + [above + results_io.nesting_depth(text[start:end]) for start, end, above in pieces]) == depth
+    assert max([1] + [above + codec.nesting_depth(text[start:end]) for start, end, above in pieces]) == depth
     if pieces:  # (none only for "{}", which parse_line then counts whole)
         for limit in range(depth + 2):
-            assert results_io._deeper_in_pieces(text, pieces, limit) == (depth > limit)
+            assert codec.deeper_in_pieces(text, pieces, limit) == (depth > limit)
 
 
 @settings(max_examples=300)
@@ -180,7 +181,7 @@ def test_a_line_is_refused_for_its_depth_at_any_limit(pairs, ensure_ascii, separ
     text = _text([("id", "multi_turn_base_0"), ("result", [])] + pairs, ensure_ascii, None, separators, "")
     if broken:
         text = text[:-1]
-    depth = results_io.nesting_depth(text)
+    depth = codec.nesting_depth(text)
     saved = results_io.MAX_RESULT_LINE_DEPTH
     results_io.MAX_RESULT_LINE_DEPTH = limit
     try:
@@ -195,7 +196,7 @@ def test_a_line_is_refused_for_its_depth_at_any_limit(pairs, ensure_ascii, separ
 
 def test_a_long_raw_array_is_one_piece_and_its_depth_still_counts():
     # A hostile [0,0,0,...] log must not cost a piece (and a Python step) per element.
-    from bfcl_safe.checker.scores import MAX_ELEMENT_PIECES
+    from bfcl_safe.checker.codec import MAX_ELEMENT_PIECES
 
     elements = ["0"] * (MAX_ELEMENT_PIECES * 3)
     line = '{"id": "multi_turn_base_0", "result": [], "inference_log": [' + ", ".join(elements) + "]}"
@@ -210,7 +211,7 @@ def test_a_long_raw_array_is_one_piece_and_its_depth_still_counts():
 
 
 def test_a_line_of_too_many_values_keeps_no_pieces_and_is_counted_whole():
-    from bfcl_safe.checker.scores import MAX_PIECES
+    from bfcl_safe.checker.codec import MAX_PIECES
 
     values = ", ".join(['"x": [0]'] * (MAX_PIECES + 1))
     line = '{"id": "multi_turn_base_0", "result": [], ' + values + ', "y": ' + "[" * 250 + "]" * 250 + "}"

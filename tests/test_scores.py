@@ -21,15 +21,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bfcl_safe.checker.dataset import Dataset
+from bfcl_safe.checker.codec import dumps_line
+from bfcl_safe.checker.outputs import ScoreFileWriter, score_file_path
 from bfcl_safe.checker.scores import (
     CSV_COLUMNS,
     ScoreFileError,
-    ScoreFileWriter,
     category_of_score_file,
     collect_scores,
-    dumps_line,
     read_score_file,
-    score_file_path,
     write_leaderboard_csv,
     write_score_file,
 )

@@ -21,7 +21,7 @@ from bfcl_safe.checker.decoders.base import (
     pair,
     render,
 )
-from bfcl_safe.checker.scores import loads_json
+from bfcl_safe.checker.codec import loads_json
 from bfcl_safe.interp.execute import Call
 from bfcl_safe.interp.fc import fc_call, reference_text
 
