@@ -258,13 +258,17 @@ class _Cycle(Exception):
 # error, which becomes the tool's error result; they never run on a tree without a cycle.
 
 
-def _find_recursive(directory: Directory, prefix: str, name: Any, matches: list) -> None:
-    for item_name, item in directory.contents.items():
-        item_path = f"{prefix}/{item_name}"
-        if name is None or name in item_name:
-            matches.append(item_path)
+def _find_recursive(directory: Directory) -> None:
+    # The reference's recursion without its paths and matches: only its RecursionError is
+    # kept, and it is raised by the calls alone (building a path or testing a name calls
+    # nothing that counts depth; a name that is not text failed the iterative walk
+    # first). The paths would be gigabytes: each level's are longer than the last, and
+    # long-context directories hold dozens of files per level. Each level's items scanned
+    # are charged to ``state_scan``.
+    _scan(directory.contents)
+    for item in directory.contents.values():
         if isinstance(item, Directory):
-            _find_recursive(item, item_path, name, matches)
+            _find_recursive(item)
 
 
 def _disk_size_recursive(item: Any) -> int:
@@ -322,13 +326,29 @@ def _disk_size(directory: Directory) -> int:
     return total
 
 
+#: (bound once: the recursive find calls it at every level without a module lookup)
+_scan = growth.scan
+
+
+#: Characters of paths ``find`` may build before it charges them (charged in batches:
+#: one charge per path would cost more than the walk).
+_PATHS_BATCH = 1 << 16
+
+
 def _find_under(directory: Directory, prefix: str, name: Any) -> list:
     """The paths under ``directory`` whose last part contains ``name``, pre-order, as the
-    reference's recursive ``find`` lists them."""
+    reference's recursive ``find`` lists them. Their characters are charged to
+    ``result_chars`` before they are built (at most _PATHS_BATCH ahead of the charge)."""
     matches = []
     prefixes = [prefix]  # prefixes[level]: the path of the directory walked at that level
+    pending = 0
     try:
         for level, item_name, item in _walk(directory):
+            named = len(item_name) if type(item_name) is str else len(str(item_name))
+            pending += len(prefixes[level]) + 1 + named
+            if pending > _PATHS_BATCH:
+                growth.result_text(pending)
+                pending = 0
             item_path = f"{prefixes[level]}/{item_name}"
             if name is None or name in item_name:
                 matches.append(item_path)
@@ -336,7 +356,9 @@ def _find_under(directory: Directory, prefix: str, name: Any) -> list:
                 del prefixes[level + 1:]
                 prefixes.append(item_path)
     except _Cycle:
-        raise _as_recursion_error(_find_recursive, directory, prefix, name, []) from None
+        raise _as_recursion_error(_find_recursive, directory) from None
+    if pending:
+        growth.result_text(pending)
     return matches
 
 

@@ -47,6 +47,9 @@ PRECISION_WORK = "precision_work"
 MESSAGE_IDS = "message_ids"
 SHARED_DEFAULT_ITEMS = "shared_default_items"
 STATE_SCAN = "state_scan"
+#: Characters of result strings kept per entry (``interp/execute.run_step``), and of the
+#: texts a tool builds for its result before it is one (``find``'s paths).
+RESULT_CHARS = _budget.RESULT_CHARS
 #: The interpreter's budget of values computed from model input (shared with it).
 COMPUTED_SIZE = "computed_size"
 
@@ -233,6 +236,13 @@ def precision(digits: Any) -> None:
 def walk(nodes: int) -> None:
     """Charge ``nodes`` directory-tree nodes visited by a walk over a file system."""
     _budget.charge(TREE_WALK, nodes)
+
+
+def result_text(chars: int) -> None:
+    """Charge ``chars`` characters of text a tool is about to build for its result (each
+    path ``find`` lists: a tree that contains itself, or deep long names, would make
+    gigabytes of paths before any result string exists) to ``result_chars``."""
+    _budget.charge(RESULT_CHARS, chars)
 
 
 def charge_state(chars: int, items: int) -> None:

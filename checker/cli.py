@@ -513,6 +513,7 @@ def evaluate(models: tuple[str, ...], categories: tuple[str, ...], result_dir: P
              ray_address: str | None = None) -> None:
     """Score result files like `bfcl evaluate` on the multi-turn categories."""
     from bfcl_safe.checker.runner import Options
+    from bfcl_safe.checker.verdict import CheckOptions
 
     chosen, notices = select_categories(categories)
     result_dir = _existing_dir(under_root(result_dir, "result"), "--result-dir")
@@ -535,8 +536,8 @@ def evaluate(models: tuple[str, ...], categories: tuple[str, ...], result_dir: P
         (only,) = files_models
         settings = {**settings, only: ModelSetting(model_name, settings.get(only, ModelSetting()).decoder)}
         plan = plan._replace(settings=settings)
-    options = Options(decoder=decoder, jobs=jobs, strict_irrelevance=strict_irrelevance,
-                      check_order=check_order, partial=partial_eval, partial_credit=partial_credit)
+    options = Options(decoder=decoder, jobs=jobs, checks=CheckOptions(strict_irrelevance, check_order),
+                      partial=partial_eval, partial_credit=partial_credit)
     pool = None
     if ray_address is not None:
         open_pool = click.get_current_context().meta.get(RAY_POOL_OPENER)

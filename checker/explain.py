@@ -3,13 +3,13 @@
 For each turn: the user message, the model's decoded calls with their results, the
 ground truth's calls with their results; at the failing turn a field-level state diff
 (attribute, model vs ground truth, and inside dict/list values the differing paths)
-and the missing responses. The verdict is the scorer's (:func:`checker.verdict.evaluate_entry`);
+and the missing responses. The verdict is the scorer's (:func:`checker.verdict.check_entry`);
 the per-turn results are those it computed.
 """
 
 from __future__ import annotations
 
-from bfcl_safe.interp.errors import BfclSafeError
+from bfcl_safe.interp.errors import BfclSafeError, BudgetExceeded
 
 import json
 from pathlib import Path
@@ -23,11 +23,9 @@ from bfcl_safe.checker.openai_format import missed_docs
 from bfcl_safe.checker.decoders.models import decoder_for_model
 from bfcl_safe.checker.results_io import find_result_files, read_result_lines
 from bfcl_safe.checker.terminal import shown
-from bfcl_safe.checker.verdict import (
-    EMPTY_TURN, RESPONSE_MISMATCH, STATE_MISMATCH, EntryInput, Verdict, check_entry, decode_turn,
-)
-from bfcl_safe.interp.budget import Budget
-from bfcl_safe.interp.errors import BudgetExceeded
+from bfcl_safe.checker.boundary import EntryBoundary
+from bfcl_safe.checker.errors import ErrorType
+from bfcl_safe.checker.verdict import EntryInput, Verdict, check_entry, decode_turn
 
 #: Differing paths listed per attribute (the rest are counted).
 MAX_DIFF_PATHS = 40
@@ -103,13 +101,13 @@ def _turn_detail(verdict: Verdict) -> dict:
     verdict names) or the missing responses."""
     detail: dict[str, Any] = {}
     details = verdict.details if isinstance(verdict.details, dict) else {}
-    if verdict.error_type == STATE_MISMATCH:
+    if verdict.error_type is ErrorType.STATE_MISMATCH:
         detail["state_diff"] = {
             "class": verdict.backend_class,
             "attributes": [state_diff(attribute, values["model"], values["ground_truth"])
                            for attribute, values in details.get("differences", {}).items()],
         }
-    if verdict.error_type == RESPONSE_MISMATCH:
+    if verdict.error_type is ErrorType.RESPONSE_MISMATCH:
         detail["missing_responses"] = list(details.get("missing_items", []))
     return detail
 
@@ -181,18 +179,24 @@ def explain_entry(
     trace: list[dict] = []
     # Scored as the scorer scores it: under a fresh budget (a hostile entry cannot make
     # explain hang or grow without bound either).
-    try:
-        with Budget().active():
-            verdict = check_entry(EntryInput(entry, result, ground_truth, model_name=model, test_category=category,
-                                             decoder=decoder, long_context_data=dataset.long_context_data),
-                                  trace=trace)
-            decoded_turns: list[list[tuple[Any, list]] | None] = []
-            if type(result) is list:
-                decoded_turns = [decode_turn(turn, decoder) for turn in result]
-    except BudgetExceeded as exc:
-        raise ExplainError(f"{entry_id}: checking it used up the resource budget {exc.budget!r} "
-                           f"({exc.spent:,} > {exc.limit:,}); the scorer fails it with bfcl_safe:resource_limit",
-                           ) from None
+    boundary = EntryBoundary("score this entry")
+    with boundary:
+        verdict = check_entry(EntryInput(entry, result, ground_truth, model_name=model, test_category=category,
+                                         decoder=decoder, long_context_data=dataset.long_context_data),
+                              trace=trace)
+        decoded_turns: list[list[tuple[Any, list]] | None] = []
+        if type(result) is list:
+            decoded_turns = [decode_turn(turn, decoder) for turn in result]
+        # (shown here, in the boundary: a long step's display reuses its decode)
+        shown_turns = [[_shown_calls(raw, calls, decoder) for raw, calls in steps or []] for steps in decoded_turns]
+    failure = boundary.failure
+    if failure is not None:  # the entry's failure as the scorer writes it, told in one line
+        if failure.error_type is ErrorType.RESOURCE_LIMIT:
+            limit = failure.details
+            raise ExplainError(f"{entry_id}: checking it used up the resource budget {limit['budget']!r} "
+                               f"({limit['spent']:,} > {limit['limit']:,}); the scorer fails it with "
+                               f"{failure.error_type}")
+        raise ExplainError(f"{entry_id}: {failure.error_message[0]}; the scorer fails it with {failure.error_type}")
     valid = verdict.valid
     failing = verdict.failing_turn
     # A force-terminated entry whose completed turn failed its own checks first: that turn's verdict.
@@ -203,9 +207,9 @@ def explain_entry(
         executed = trace[index] if index < len(trace) else None
         steps = decoded_turns[index] if index < len(decoded_turns) else None
         model_steps = []
-        for number, (raw, calls) in enumerate(steps or []):
+        for number in range(len(steps or [])):
             results = executed["model"][number] if executed is not None else None
-            model_steps.append({"calls": _shown_calls(raw, calls, decoder), "results": results})
+            model_steps.append({"calls": shown_turns[index][number], "results": results})
         truth_results = executed["ground_truth"] if executed is not None else None
         if valid or index < failing:
             status = "passed"
@@ -228,7 +232,7 @@ def explain_entry(
             turn["error_type"] = str(turn_verdict.error_type)
             message = turn_verdict.error_message
             turn["error_message"] = message[0] if isinstance(message, list) and len(message) == 1 else message
-            if turn_verdict.error_type == EMPTY_TURN:
+            if turn_verdict.error_type is ErrorType.EMPTY_TURN:
                 turn["error_message"] += " (the model ran no call in this turn; the ground truth runs " \
                                          f"{len(truth_turn)})"
             turn.update(_turn_detail(turn_verdict))

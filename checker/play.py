@@ -77,9 +77,11 @@ from typing import Any, Callable, Mapping, NamedTuple, TypeVar
 import attrs
 
 from bfcl_safe.checker import openai_format
+from bfcl_safe.checker.boundary import EntryBoundary
 from bfcl_safe.checker.episode import (
     MAXIMUM_STEP_LIMIT, EpisodeError, Side, mpmath_lock, turn_messages, visible_tools,
 )
+from bfcl_safe.checker.errors import ErrorType
 from bfcl_safe.checker.openai_format import missed_docs
 from bfcl_safe.checker.verdict import Verdict, force_terminated_verdict, is_empty_step, new_sides, turn_failure
 from bfcl_safe.interp import limits
@@ -550,9 +552,10 @@ class Episode:
         self._setup(entry, prompt, ground_truth, model, truth)
 
     def _setup(self, entry: Mapping[str, Any], prompt: Mapping[str, Any], ground_truth: list[list[str]],
-               model: Side, truth: Side) -> None:
+               model: Side, truth: Side | None) -> None:
         """The fields of a new episode, from arguments already checked (:meth:`from_entry`:
-        the dataset's own entry, or the caller's checked and copied)."""
+        the dataset's own entry, or the caller's checked and copied; :meth:`for_inference`:
+        no ground truth, ``truth`` None)."""
         self.entry = entry
         self.prompt = prompt
         self.ground_truth = ground_truth
@@ -630,6 +633,24 @@ class Episode:
                                 f"({type(exc).__name__}: {str(exc)[:200]})") from None
         episode = cls.__new__(cls)
         episode._setup(entry, prompt, ground_truth, model, truth)
+        return episode
+
+    @classmethod
+    def for_inference(cls, entry: Mapping[str, Any], prompt: Mapping[str, Any], *, owner: str,
+                      long_context_data: Any = None) -> "Episode":
+        """An episode that only plays ``entry`` (``prompt`` its
+        :meth:`~bfcl_safe.checker.dataset.Dataset.prompt_entry`), as BFCL inference plays it
+        (``bfcl-safe generate``): the backends named as inference names them
+        (``{owner}_{id}_{class}_instance``), no ground truth and no checks (the turn
+        methods only advance; :meth:`check_turn` and :meth:`turn_outcome` raise
+        :class:`EpisodeError`). ``long_context_data``: the dataset's long-context data
+        or a loader of it, used for the long-context categories only."""
+        from bfcl_safe.checker.contract import category_of, is_long_context
+
+        long_context = is_long_context(category_of(entry["id"]))
+        model = Side.create(entry, owner=owner, long_context=long_context, long_context_data=long_context_data)
+        episode = cls.__new__(cls)
+        episode._setup(entry, prompt, [[] for _ in entry["question"]], model, None)
         return episode
 
     # ------------------------------------------------------------------ views
@@ -765,15 +786,14 @@ class Episode:
         given = self._as_step(calls, decoder)
         turn = self._turn
         self._raw[turn].append(copy.deepcopy(given.raw))
-        try:
-            with self.budget.active():
-                return self._run_step(given)
-        except BudgetExceeded as exc:
-            return self._abort_with(Verdict.resource_limit(exc, turn), TurnEnd.RESOURCE_LIMIT)
-        except BfclSafeError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - a step must never crash its caller
-            return self._abort_with(Verdict.internal_error(exc, "run this step", turn), TurnEnd.INTERNAL_ERROR)
+        # (a step must never crash its caller; its documented argument errors reach it)
+        boundary = EntryBoundary("run this step", turn=turn, budget=self.budget, passthrough=(BfclSafeError,))
+        with boundary:
+            return self._run_step(given)
+        failure = boundary.failure
+        assert failure is not None
+        return self._abort_with(failure, TurnEnd.RESOURCE_LIMIT if failure.error_type is ErrorType.RESOURCE_LIMIT
+                                else TurnEnd.INTERNAL_ERROR)
 
     def _as_step(self, calls: Any, decoder: str | None) -> _Step:
         """The step as a result file would hold it, its decoder, the tool-call ids and the
@@ -982,13 +1002,15 @@ class Episode:
     def _close_turn(self) -> None:
         if self._closed > self._turn:
             return
-        if self._failure is None:
+        if self._failure is None and self.truth is not None:
             self._failure = self._check(self._turn)
         self._closed = self._turn + 1
 
     def _check(self, turn: int) -> Verdict | None:
         """The scorer's checks of ``turn`` against the ground truth, the model's state and
         results as they are now."""
+        if self.truth is None:
+            raise EpisodeError(f"{self.id}: an inference episode has no ground truth to check against")
         while len(self._truth_results) <= turn:
             self._truth_results.append(self.truth.run(self.ground_truth[len(self._truth_results)]))
         execution_results = [{"model": [list(r) for r in self._results[i]],
@@ -1000,16 +1022,11 @@ class Episode:
     def _guarded(self, work):
         """Run checking work under the episode's budget; a budget overrun or a state the
         checks cannot handle ends the episode with bfcl-safe's own error types."""
-        turn = self._turn
-        try:
-            with self.budget.active():
-                return work()
-        except BudgetExceeded as exc:
-            self._abort = Verdict.resource_limit(exc, turn)
-        except BfclSafeError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - RecursionError/ValueError on hostile state
-            self._abort = Verdict.internal_error(exc, "check this turn", turn)
+        boundary = EntryBoundary("check this turn", turn=self._turn, budget=self.budget,
+                                 passthrough=(BfclSafeError,))
+        with boundary:  # (RecursionError/ValueError on hostile state, too)
+            return work()
+        self._abort = boundary.failure
         self._turn_over = True
         self._done = True
         return None
@@ -1025,7 +1042,8 @@ class Episode:
 
     def _check_copy_depth(self, operation: str) -> None:
         limit = limits.MAX_EPISODE_COPY_DEPTH
-        if _nests_deeper(list(self.model.instances.values()) + list(self.truth.instances.values()), limit):
+        truth = list(self.truth.instances.values()) if self.truth is not None else []
+        if _nests_deeper(list(self.model.instances.values()) + truth, limit):
             raise EpisodeLimitError(operation, f"state nested deeper than {limit}")
 
     def restore(self, snapshot: Snapshot) -> None:

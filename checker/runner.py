@@ -21,8 +21,8 @@ Interface (for the command line)::
   off: the CLI exits non-zero at the end), ``unwritten`` (score files that could not be
   written, e.g. a symlink in the way), ``foreign_score_files`` (score files included in
   the CSV that this run did not write), ``failed_entries`` (``(path, id, error type)`` of
-  entries failed with RESOURCE_LIMIT or INTERNAL_ERROR), ``csv_path`` (None if the CSV
-  could not be written) and ``ok`` (nothing refused or unwritten).
+  entries failed with bfcl-safe's own error types: resource limit, internal error),
+  ``csv_path`` (None if the CSV could not be written) and ``ok`` (nothing refused or unwritten).
 - Raises :class:`ScoreDirError` (before anything is read) when the score dir is the
   result dir, inside it, or contains it; LayoutError from discovery when ``files`` is None.
 """
@@ -37,7 +37,7 @@ from typing import Callable, Sequence
 
 from bfcl_safe.checker.dataset import Dataset
 from bfcl_safe.checker.decoders.models import decoder_for_model
-from bfcl_safe.checker.errors import INTERNAL_ERROR, RESOURCE_LIMIT
+from bfcl_safe.checker.errors import ErrorType
 from bfcl_safe.checker.parallel import ForkPool, InProcessPool, Lost, Pool, cannot_fork
 from bfcl_safe.checker.inputs import UnreadableFile, shown_path
 from bfcl_safe.checker.outputs import ScoreFileWriter
@@ -308,8 +308,7 @@ def _read(result_file: ResultFile, options: Options, dataset: Dataset, decoders:
         item.unreadable = str(exc) if isinstance(exc, UnreadableFile) else \
             f"{shown_path(result_file.path)}: cannot be read ({_reason(exc)}); file skipped"
         return item
-    item.context = Context(result_file.model, result_file.category, decoder, options.strict_irrelevance,
-                           options.check_order)
+    item.context = Context(result_file.model, result_file.category, decoder, options.checks)
     # Scored in id order, as the reference (which sorts a file's entries by id): the state
     # a few backends carry from entry to entry in one process then matches its.
     item.lines.sort(key=_order)
@@ -412,7 +411,7 @@ def _write(score: FileScore, result_file: ResultFile, score_dir: Path, outcomes:
                 continue
             if outcome.note is not None:
                 report(f"{shown_path(result_file.path)}: {outcome.id}: {outcome.note}")
-            if outcome.error_type in (RESOURCE_LIMIT, INTERNAL_ERROR):
+            if outcome.error_type in (ErrorType.RESOURCE_LIMIT, ErrorType.INTERNAL_ERROR):
                 run.failed_entries.append((result_file.path, outcome.id, outcome.error_type))
             writer.add(outcome.line)
             score.failures.append({"id": outcome.id, "error": {"error_type": outcome.error_type,

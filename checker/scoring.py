@@ -5,13 +5,11 @@ main process (``--jobs 1``) and in any worker of a pool (``checker/parallel.py``
 options; as JSON text, ``Context.to_text``) and returns the line's result as text
 (:class:`LineResult`, JSON). Everything done for the line happens inside its boundary:
 parse (depth-checked, ``results_io.parse_line``), check the id, decode and execute both
-sides, compare, build the failure record **and render its score-file line**. A fresh
-:class:`~bfcl_safe.interp.budget.Budget` is active while the entry is scored:
-
-- :class:`~bfcl_safe.interp.errors.BudgetExceeded` -> the entry fails with
-  :data:`~bfcl_safe.checker.errors.RESOURCE_LIMIT`, its message naming the budget;
-- anything else escaping (``RecursionError``, ``MemoryError``, ``ValueError``, a bug) ->
-  :data:`~bfcl_safe.checker.errors.INTERNAL_ERROR`, its message naming the exception type.
+sides, compare, build the failure record **and render its score-file line**. The
+boundary is :class:`~bfcl_safe.checker.boundary.EntryBoundary` (a fresh budget active
+inside): a budget overrun or anything else escaping makes the entry's failure
+:class:`~bfcl_safe.checker.verdict.Verdict` (``bfcl_safe:resource_limit`` or
+``bfcl_safe:internal_error``), rendered like every other verdict.
 
 Both come back with a one-line ``note`` the runner reports on stderr. A failure record
 that cannot be rendered as it is (state nested too deeply, an integer beyond ``str()``'s
@@ -26,21 +24,22 @@ import json
 from typing import Any, NamedTuple, Sequence
 
 from bfcl_safe.checker.dataset import Dataset
-from bfcl_safe.checker.errors import INTERNAL_ERROR, RESOURCE_LIMIT
+from bfcl_safe.checker.boundary import EntryBoundary
 from bfcl_safe.checker.codec import RawJSON, dumps_line, raw_value
-from bfcl_safe.checker.inputs import shown_path
+from bfcl_safe.checker.errors import ErrorType
 from bfcl_safe.checker.results_io import LineProblem, malformed, parse_line
-from bfcl_safe.checker.verdict import CheckOptions, EntryInput, RecordParts, check_entry
-from bfcl_safe.interp.budget import Budget
-from bfcl_safe.interp.errors import BudgetExceeded
+from bfcl_safe.checker.verdict import CheckOptions, EntryInput, RecordParts, Verdict, check_entry
 
 
 class Options(NamedTuple):
+    """How a run scores (``evaluate``'s options, from the command line down)."""
+
     #: A key of ``checker.decoders.DECODERS``; None: chosen per model folder.
     decoder: str | None = None
     jobs: int = 1
-    strict_irrelevance: bool = False
-    check_order: bool = False
+    #: The non-official checks (``--strict-irrelevance``, ``--check-order``), carried as
+    #: they are to every entry's check.
+    checks: CheckOptions = CheckOptions()
     #: ``--partial-eval``: score the entries present; without it a file lacking entries
     #: is not scored (as ``bfcl evaluate``).
     partial: bool = False
@@ -58,17 +57,15 @@ class Context(NamedTuple):
     model: str
     category: str
     decoder: str
-    strict_irrelevance: bool = False
-    check_order: bool = False
+    checks: CheckOptions = CheckOptions()
 
     def to_text(self) -> str:
-        return json.dumps([self.model, self.category, self.decoder, self.strict_irrelevance, self.check_order],
-                          ensure_ascii=False)
+        return json.dumps([self.model, self.category, self.decoder, list(self.checks)], ensure_ascii=False)
 
     @classmethod
     def from_text(cls, text: str) -> "Context":
-        model, category, decoder, strict, order = json.loads(text)
-        return cls(model, category, decoder, strict, order)
+        model, category, decoder, checks = json.loads(text)
+        return cls(model, category, decoder, CheckOptions(*checks))
 
 
 # --------------------------------------------------------------------------- line results
@@ -154,26 +151,25 @@ def score_item(dataset: Dataset, context: Context, item: dict) -> LineResult:
     """The fault boundary of one entry (``item``: a parsed line of its category)."""
     entry_id = item["id"]
     shape = None
-    try:
+    boundary = EntryBoundary("score this entry")
+    with boundary:
         shape = malformed(item["result"])
-        with Budget().active():
-            record = score_entry(dataset, item, context)
-            if record.get("valid"):
-                return LineResult(SCORED, entry_id, shape=shape)
-            error = record["error"]
-            return LineResult(SCORED, entry_id, shape=shape, error_type=error["error_type"],
-                              error_message=error["error_message"], line=render_record(record))
-    except BudgetExceeded as exc:
-        message = (f"resource limit: budget {exc.budget!r} exceeded ({exc.spent:,} > {exc.limit:,}); "
-                   f"the entry fails")
-        record = failure_record(entry_id, context.model, context.category, RESOURCE_LIMIT, message,
-                                {"budget": exc.budget, "limit": exc.limit, "spent": exc.spent})
-    except Exception as exc:  # noqa: BLE001 - one entry's failure must not lose the others
-        message = f"bfcl-safe could not score this entry: {type(exc).__name__}: {_one_line(exc)}"
-        record = failure_record(entry_id, context.model, context.category, INTERNAL_ERROR, message,
-                                {"exception": type(exc).__name__})
-    return LineResult(SCORED, entry_id, shape=shape, error_type=record["error"]["error_type"],
-                      error_message=record["error"]["error_message"], note=message, line=render_record(record))
+        record = score_entry(dataset, item, context)
+        if record.get("valid"):
+            return LineResult(SCORED, entry_id, shape=shape)
+        error = record["error"]
+        return LineResult(SCORED, entry_id, shape=shape, error_type=error["error_type"],
+                          error_message=error["error_message"], line=render_record(record))
+    assert boundary.failure is not None
+    return _own_failure(boundary.failure, entry_id, context, shape)
+
+
+def _own_failure(verdict: Verdict, entry_id: str, context: Context, shape: str | None) -> LineResult:
+    """The result of an entry that failed with one of bfcl-safe's own types; its one-line
+    message is also the note reported on stderr."""
+    return LineResult(SCORED, entry_id, shape=shape, error_type=verdict.error_type.value,
+                      error_message=verdict.error_message, note=verdict.error_message[0],
+                      line=render_record(verdict.own_record(entry_id, context.model, context.category)))
 
 
 def lost_result(text: str, context: Context, reason: str) -> LineResult:
@@ -186,20 +182,7 @@ def lost_result(text: str, context: Context, reason: str) -> LineResult:
         return LineResult(SKIPPED, message=str(exc))
     except Exception as exc:  # noqa: BLE001
         return LineResult(SKIPPED, message=f"cannot be read ({type(exc).__name__}); line skipped")
-    message = f"resource limit: {reason}; the entry fails"
-    record = failure_record(item["id"], context.model, context.category, RESOURCE_LIMIT, message,
-                            {"budget": "process"})
-    return LineResult(SCORED, item["id"], shape=malformed(item["result"]), error_type=RESOURCE_LIMIT,
-                      error_message=record["error"]["error_message"], note=message, line=render_record(record))
-
-
-def _one_line(exc: BaseException) -> str:
-    try:
-        text = str(exc)
-    except Exception:  # noqa: BLE001 - a message that cannot be made
-        text = ""
-    text = shown_path(text[:200])
-    return text if text else "(no message)"
+    return _own_failure(Verdict.lost(reason), item["id"], context, malformed(item["result"]))
 
 
 def score_entry(dataset: Dataset, item: dict, context: Context) -> dict:
@@ -210,25 +193,12 @@ def score_entry(dataset: Dataset, item: dict, context: Context) -> dict:
     entry = EntryInput(dataset.entry(entry_id), item["result"], dataset.ground_truth_for(entry_id),
                        model_name=context.model, test_category=context.category, decoder=context.decoder,
                        long_context_data=dataset.long_context_data)
-    verdict = check_entry(entry, CheckOptions(strict_irrelevance=context.strict_irrelevance,
-                                              check_order=context.check_order))
-    return verdict.to_record(entry, RecordParts(
+    return check_entry(entry, context.checks).to_record(entry, RecordParts(
         prompt=lambda: dataset.prompt_json(entry_id) or dataset.prompt_entry(entry_id),
         inference_log=item.get("inference_log", ""),
         model_result_json=raw_value(item, "result"),
         possible_answer_json=lambda: dataset.ground_truth_json(entry_id),
     ))
-
-
-def failure_record(entry_id: str, model: str, category: str, error_type: str, message: str,
-                   details: dict | None = None) -> dict:
-    """A failed entry's record in BFCL's layout, for failures bfcl-safe itself decides
-    (missing entries, resource limits, internal errors)."""
-    error: dict[str, Any] = {"error_message": [message], "error_type": error_type}
-    if details is not None:
-        error["details"] = details
-    return {"id": entry_id, "model_name": model, "test_category": category, "valid": False,
-            "error": error, "first_failing_turn": 0, "turns_passed": 0}
 
 
 # --------------------------------------------------------------------------- rendering
@@ -263,7 +233,7 @@ def render_record(record: dict) -> str:
         error = record.get("error") if isinstance(record.get("error"), dict) else {}
         kept = {"id": record.get("id"), "model_name": record.get("model_name"),
                 "test_category": record.get("test_category"), "valid": False,
-                "error": {"error_type": str(error.get("error_type", INTERNAL_ERROR))},
+                "error": {"error_type": str(error.get("error_type", ErrorType.INTERNAL_ERROR.value))},
                 "bfcl_safe_note": f"the record could not be written ({type(exc).__name__}); only its verdict is"}
         return json.dumps(_degrade(kept, 1, [], [1000]), ensure_ascii=False)
 

@@ -13,10 +13,13 @@ The API (for the scorer, ``explain`` and the play API)::
     verdict.failing_turn, verdict.turns_passed, verdict.backend_class, verdict.turn_failure
     record = verdict.to_record(item, RecordParts(prompt=..., inference_log=..., ...))
 
+One outcome model: every failure is a :class:`Verdict` — BFCL's own types, the
+non-official checks, and bfcl-safe's own (``Verdict.resource_limit``, ``Verdict.lost``,
+``Verdict.internal_error``, made by the one fault boundary, :mod:`checker.boundary`);
+the error types are one enum (:class:`~bfcl_safe.checker.errors.ErrorType`).
 :meth:`Verdict.to_record` is the one place a verdict becomes BFCL's failure-record dict
 (``{"valid": True}`` for a pass); do it where the score file is written.
-:func:`evaluate_entry` (the old 14-parameter function) is a thin compatibility path:
-``check_entry(...).to_record(...)``; new code should not call it.
+:func:`evaluate_entry` is a thin path for tests: ``check_entry(...).to_record(...)``.
 
 Readers take fields, never messages: ``backend_class`` names the backend whose state
 (or call order) differs; ``turn_failure`` holds, when the official verdict is
@@ -26,7 +29,6 @@ checks (the diagnostics behind ``failing_turn``).
 
 from __future__ import annotations
 
-import enum
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import attrs
@@ -34,45 +36,9 @@ import attrs
 from bfcl_safe.checker.decoders import DECODERS, DecodeError
 from bfcl_safe.checker.contract import category_of, is_long_context
 from bfcl_safe.checker.episode import Side
-from bfcl_safe.checker.errors import INTERNAL_ERROR, RESOURCE_LIMIT
+from bfcl_safe.checker.errors import ErrorType
+from bfcl_safe.checker.inputs import shown_path
 from bfcl_safe.interp.errors import BudgetExceeded
-
-
-class ErrorType(str, enum.Enum):
-    """Every error type a verdict can carry: BFCL's five, the two non-official checks
-    (``--strict-irrelevance``, ``--check-order``) and bfcl-safe's two own
-    (``checker/errors.py``). The value is the exact string written to score files."""
-
-    INFERENCE_ERROR = "multi_turn:inference_error"
-    FORCE_TERMINATED = "multi_turn:force_terminated"
-    EMPTY_TURN = "multi_turn:empty_turn_model_response"
-    STATE_MISMATCH = "multi_turn:instance_state_mismatch"
-    RESPONSE_MISMATCH = "multi_turn:execution_response_mismatch"
-    IRRELEVANCE = "multi_turn:irrelevance_error:decoder_success"
-    ORDER_MISMATCH = "multi_turn:method_invoke_order_mismatch"
-    RESOURCE_LIMIT = RESOURCE_LIMIT
-    INTERNAL_ERROR = INTERNAL_ERROR
-
-    def __str__(self) -> str:
-        return self.value
-
-    @property
-    def official(self) -> bool:
-        """One of BFCL's own five types."""
-        return self in _OFFICIAL
-
-
-_OFFICIAL = frozenset({ErrorType.INFERENCE_ERROR, ErrorType.FORCE_TERMINATED, ErrorType.EMPTY_TURN,
-                       ErrorType.STATE_MISMATCH, ErrorType.RESPONSE_MISMATCH})
-
-# The exact strings, as plain ``str`` (what score files and older callers compare with).
-INFERENCE_ERROR = ErrorType.INFERENCE_ERROR.value
-FORCE_TERMINATED = ErrorType.FORCE_TERMINATED.value
-EMPTY_TURN = ErrorType.EMPTY_TURN.value
-STATE_MISMATCH = ErrorType.STATE_MISMATCH.value
-RESPONSE_MISMATCH = ErrorType.RESPONSE_MISMATCH.value
-IRRELEVANCE = ErrorType.IRRELEVANCE.value
-ORDER_MISMATCH = ErrorType.ORDER_MISMATCH.value
 
 
 @attrs.frozen
@@ -118,10 +84,18 @@ class Verdict:
             turn, details={"budget": exc.budget, "limit": exc.limit, "spent": exc.spent})
 
     @classmethod
+    def lost(cls, reason: str) -> "Verdict":
+        """bfcl-safe's failure for an entry whose worker process was lost while scoring it
+        (died, or given up by the ``--jobs`` wall-clock guard): ``reason`` says which."""
+        return cls.failed(ErrorType.RESOURCE_LIMIT, [f"resource limit: {reason}; the entry fails"], 0,
+                          details={"budget": "process"})
+
+    @classmethod
     def internal_error(cls, exc: BaseException, what: str = "score this entry", turn: int = 0) -> "Verdict":
-        """bfcl-safe's failure for an entry (or episode) it could not ``what``; the
-        message names the exception's type only."""
-        return cls.failed(ErrorType.INTERNAL_ERROR, [f"bfcl-safe could not {what}: {type(exc).__name__}"], turn,
+        """bfcl-safe's failure for an entry (or episode) it could not ``what``: the message
+        names the exception's type and the first 200 characters of its text, on one line."""
+        return cls.failed(ErrorType.INTERNAL_ERROR,
+                          [f"bfcl-safe could not {what}: {type(exc).__name__}: {_one_line(exc)}"], turn,
                           details={"exception": type(exc).__name__})
 
     def error(self) -> dict:
@@ -141,6 +115,13 @@ class Verdict:
         return {"valid": False, **self.error(), "first_failing_turn": self.failing_turn,
                 "turns_passed": self.turns_passed}
 
+    def own_record(self, entry_id: str, model_name: str, test_category: str) -> dict:
+        """The short record of bfcl-safe's own failure types (resource limit, internal
+        error): id, model, category, the ``error`` dict and the per-turn fields; what
+        :meth:`to_record` gives for them (usable before the entry's input is known)."""
+        return {"id": entry_id, "model_name": model_name, "test_category": test_category, "valid": False,
+                "error": self.error(), "first_failing_turn": self.failing_turn, "turns_passed": self.turns_passed}
+
     def to_record(self, item: "EntryInput", parts: "RecordParts | None" = None) -> dict:
         """BFCL's score-file record of this verdict for ``item``: ``{"valid": True}``, or the
         failure record — the reference's keys in its order, then ``first_failing_turn``
@@ -149,10 +130,8 @@ class Verdict:
         if self.valid:
             return {"valid": True}
         entry_id = item.entry["id"]
-        if self.error_type in (ErrorType.RESOURCE_LIMIT, ErrorType.INTERNAL_ERROR):
-            return {"id": entry_id, "model_name": item.model_name, "test_category": item.test_category,
-                    "valid": False, "error": self.error(), "first_failing_turn": self.failing_turn,
-                    "turns_passed": self.turns_passed}
+        if self.error_type.own:
+            return self.own_record(entry_id, item.model_name, item.test_category)
         parts = RecordParts() if parts is None else parts
         if self.error_type in (ErrorType.INFERENCE_ERROR, ErrorType.FORCE_TERMINATED):
             extra = {"model_result": _or(parts.model_result_json, item.model_result)}
@@ -178,6 +157,17 @@ class Verdict:
         return record
 
 
+def _one_line(exc: BaseException) -> str:
+    """An exception's text for a message: its first 200 characters, control characters
+    escaped visibly; ``(no message)`` when it has none or none can be made."""
+    try:
+        text = str(exc)
+    except Exception:  # noqa: BLE001 - a message that cannot be made
+        text = ""
+    text = shown_path(text[:200])
+    return text if text else "(no message)"
+
+
 def _or(value: Any, default: Any) -> Any:
     return default if value is None else value
 
@@ -198,7 +188,9 @@ class EntryInput(NamedTuple):
 
 
 class CheckOptions(NamedTuple):
-    """The non-official checks (both off: the official verdict)."""
+    """The non-official switches of a check (both off: the official verdict); the one
+    object that carries them from the command line (``runner.Options.checks``) through a
+    result file's ``scoring.Context`` down to :func:`check_entry`."""
 
     strict_irrelevance: bool = False
     check_order: bool = False
@@ -369,17 +361,6 @@ def check_turns(
     return Verdict.passed(len(ground_truth))
 
 
-def check_turns_at(decoded, ground_truth, entry, model_name, long_context_data=None, *, check_order=False,
-                   trace=None) -> tuple[dict, int]:
-    """Compatibility (``explain``): :func:`check_turns` as ``(error dict with "valid",
-    failing turn or len(ground_truth))``. New code reads :class:`Verdict` fields."""
-    verdict = check_turns(decoded, ground_truth, entry, model_name, long_context_data,
-                          check_order=check_order, trace=trace)
-    if verdict.valid:
-        return {"valid": True}, verdict.turns_passed
-    return {"valid": False, **verdict.error()}, verdict.failing_turn
-
-
 def _record(side: Side, step: Sequence[Any], calls: dict[str, list[str]]) -> None:
     """Method names called, per class (non-official order check; names resolved like execution)."""
     from bfcl_safe.interp import CallSpec, parse_call, RejectedInput
@@ -506,8 +487,7 @@ def evaluate_entry(
     long_context_data: Callable[[], Mapping[str, Any]] | None = None,
     prompt_entry: Callable[[], Any] | None = None,
     inference_log: Any = "",
-    strict_irrelevance: bool = False,
-    check_order: bool = False,
+    options: CheckOptions = CheckOptions(),
     trace: list[dict] | None = None,
     model_result_json: Any = None,
     possible_answer_json: Callable[[], Any] | None = None,
@@ -515,7 +495,7 @@ def evaluate_entry(
     """Compatibility path (until every caller renders a :class:`Verdict` itself):
     ``check_entry(...).to_record(...)`` — ``{"valid": True}`` or the failure record."""
     item = EntryInput(entry, model_result, ground_truth, model_name, test_category, decoder, long_context_data)
-    verdict = check_entry(item, CheckOptions(strict_irrelevance, check_order), trace=trace)
+    verdict = check_entry(item, options, trace=trace)
     return verdict.to_record(item, RecordParts(prompt_entry, inference_log, model_result_json, possible_answer_json))
 
 

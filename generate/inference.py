@@ -2,8 +2,11 @@
 
 :func:`play_entry` is BFCL's multi-turn inference loop (``inference_multi_turn_FC`` and
 ``inference_multi_turn_prompting`` with ``OpenAICompletionsHandler``'s message handling)
-with the model's calls run by bfcl-safe's interpreter on the entry's own backends
-(``checker.episode.Side``: per-entry backends and method table), never by ``eval``:
+with the model's calls run by bfcl-safe's interpreter on the entry's own backends,
+never by ``eval``. The turns and steps are the play API's
+(:meth:`Episode.for_inference <bfcl_safe.checker.play.Episode.for_inference>`): the
+episode decodes and runs each step and decides when a turn ends and when the entry is
+force-terminated; this loop talks to the model and writes BFCL's log:
 
 - per turn: the turn's user messages (a held-out turn of ``multi_turn_miss_func`` gets
   BFCL's "I have updated some more functions..." message and, in FC mode, the new tools;
@@ -17,10 +20,15 @@ with the model's calls run by bfcl-safe's interpreter on the entry's own backend
 - an exception while playing (an API error after the retries, a reply without the
   fields BFCL reads) makes the whole line ``"Error during inference: {error}"``, as BFCL
   writes it; BFCL's traceback field holds the exception's type and text instead of a
-  traceback.
+  traceback;
+- the answer's fields that reach the result line are checked to be of the types BFCL
+  writes (token counts ints, tool-call names, arguments and ids strings, text a string):
+  anything else ends the entry the same way, saying which field (``InferenceError``).
 
-Every entry runs under its own :class:`~bfcl_safe.interp.budget.Budget`: a budget
-exceeded ends the entry the same way (its error text names the budget).
+Every entry runs under its own :class:`~bfcl_safe.interp.budget.Budget`, which the
+episode's steps share: everything an answer adds to the chat (:func:`answer_size`) and
+its tool calls are charged to it, as is the steps' work; a budget exceeded ends the
+entry the same way (its error text names the budget).
 """
 
 from __future__ import annotations
@@ -32,9 +40,10 @@ from typing import Any, Callable, Mapping, Sequence
 import attrs
 
 from bfcl_safe.checker import openai_format
-from bfcl_safe.checker.contract import category_of
-from bfcl_safe.checker.decoders import DecodeError, decode_step, DECODERS
-from bfcl_safe.checker.episode import MAXIMUM_STEP_LIMIT, Side
+from bfcl_safe.checker.boundary import EntryBoundary
+from bfcl_safe.checker.decoders import DECODERS
+from bfcl_safe.checker.episode import MAXIMUM_STEP_LIMIT
+from bfcl_safe.checker.play import Episode, StepResult, TurnEnd
 from bfcl_safe.generate.prompting import fc_decode_error, prompting_decode_error, system_prompt, with_system_prompt
 from bfcl_safe.interp import budget as budgets
 from bfcl_safe.interp.errors import BfclSafeError, BudgetExceeded
@@ -57,6 +66,8 @@ FORCE_QUIT = f"Model has been forced to quit after {MAXIMUM_STEP_LIMIT} steps."
 #: Characters of one model reply (its text, or its calls' names and arguments) counted
 #: against the entry's budget before it is decoded (``interp/limits.py``).
 REPLY_BUDGET = "generate_reply_characters"
+#: Tool calls the answers add to the chat, counted against the entry's budget.
+TOOL_CALL_BUDGET = "generate_tool_calls"
 
 
 @attrs.frozen
@@ -100,9 +111,9 @@ def serializable(value: Any) -> Any:
     return value
 
 
-def _state_log(episode: Side) -> list[dict]:
+def _state_log(instances: Mapping[str, Any]) -> list[dict]:
     out = []
-    for class_name, instance in episode.instances.items():
+    for class_name, instance in instances.items():
         if class_name in STATELESS_CLASSES:
             continue
         out.append({"role": "state_info", "class_name": class_name,
@@ -110,34 +121,86 @@ def _state_log(episode: Side) -> list[dict]:
     return out
 
 
-def _reply_size(step: Any) -> int:
-    if isinstance(step, str):
-        return len(step)
-    if isinstance(step, list):
-        return sum(len(str(name)) + len(arguments if isinstance(arguments, str) else str(arguments))
-                   for call in step if isinstance(call, dict) for name, arguments in call.items())
-    return 0
+# --------------------------------------------------------------------------- the answer's fields
 
 
-def decode_reply(step: Any, mode: str) -> tuple[list[str], list[Any]] | str:
-    """``(texts, calls)`` of a model step as BFCL decodes it (``texts`` the call texts
-    its log shows), or the text of BFCL's decoding error."""
-    decoder = "fc" if mode == "fc" else "prompting"
-    try:
-        texts = DECODERS[decoder][1](step)
-        calls = decode_step(step, decoder)
-    except BudgetExceeded:
-        raise  # the entry's budget, not the step's decoding: it ends the entry
-    except (DecodeError, BfclSafeError, ValueError, TypeError, AttributeError, KeyError, IndexError,
-            RecursionError) as exc:
-        reason = fc_decode_error(step) if mode == "fc" else prompting_decode_error(step)
-        return reason if reason is not None else str(exc)
-    return list(texts), list(calls)
+class InferenceError(BfclSafeError, RuntimeError):
+    """An entry's play cannot go on (an answer with a field of the wrong type, a step
+    bfcl-safe could not run); the message is the result line's reason."""
 
 
-def _is_empty(texts: Sequence[str]) -> bool:
-    """BFCL's ``is_empty_execute_response``."""
-    return len(texts) == 0 or (len(texts) == 1 and len(texts[0]) == 0)
+def _type_name(value: Any) -> str:
+    """``value``'s kind as a result line's reason says it: ``null``, ``an int``, ``a dict``."""
+    if value is None:
+        return "null"
+    name = {"str": "string", "dict": "JSON object", "list": "JSON array"}.get(type(value).__name__,
+                                                                              type(value).__name__)
+    return ("an " if name[0] in "aeiou" else "a ") + name
+
+
+def _token_count(usage: Any, name: str) -> Any:
+    """``usage.name`` as BFCL reads it (the same exception when it cannot), then checked to
+    be what BFCL writes: an int (or null)."""
+    value = getattr(usage, name)
+    if value is not None and (type(value) is not int or not -(2 ** 63) <= value < 2 ** 63):
+        raise InferenceError(f"the answer's usage.{name} is {_type_name(value)}, not an int")
+    return value
+
+
+def _checked_step(step: Any, call_ids: list[Any], fc: bool) -> None:
+    """The step and ids BFCL copies into the result line and the chat: tool-call names
+    and argument texts strings, ids strings (or null), text a string (or null)."""
+    if fc and isinstance(step, list):
+        for index, call in enumerate(step):
+            for name, arguments in call.items():
+                if type(name) is not str:
+                    raise InferenceError(f"the answer's tool call {index} has a name that is "
+                                         f"{_type_name(name)}, not a string")
+                if type(arguments) is not str:
+                    raise InferenceError(f"the answer's tool call {index} has arguments that are "
+                                         f"{_type_name(arguments)}, not a string")
+        for index, call_id in enumerate(call_ids):
+            if call_id is not None and type(call_id) is not str:
+                raise InferenceError(f"the answer's tool call {index} has an id that is "
+                                     f"{_type_name(call_id)}, not a string")
+        budgets.charge(TOOL_CALL_BUDGET, len(step))
+    elif step is not None and type(step) is not str:
+        raise InferenceError(f"the answer's content is {_type_name(step)}, not a string")
+
+
+def _fields(value: Any) -> list[Any]:
+    """The values an answer's object holds (an SDK model's fields and extra fields, a
+    dict's keys and values, a list's items)."""
+    if isinstance(value, Mapping):
+        return [*value.keys(), *value.values()]
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    out = list(getattr(value, "__dict__", {}).values())
+    extra = getattr(value, "__pydantic_extra__", None)
+    if isinstance(extra, dict):
+        out.extend(extra.values())
+    return out
+
+
+def answer_size(message: Any) -> int:
+    """What an assistant message adds to the chat that is re-sent with every later
+    request: the characters of every string in it (content, reasoning and any other
+    field, tool-call ids, names and arguments), plus one per value. Iterative; each
+    object counted once."""
+    size = 0
+    seen: set[int] = set()
+    stack = [message]
+    while stack:
+        item = stack.pop()
+        size += 1
+        if isinstance(item, str):
+            size += len(item)
+        elif item is None or isinstance(item, (bool, int, float)):
+            continue
+        elif id(item) not in seen:
+            seen.add(id(item))
+            stack.extend(_fields(item))
+    return size
 
 
 def play_entry(
@@ -158,52 +221,93 @@ def play_entry(
     """
     if model.mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, not {model.mode!r}")
-    budget = budgets.Budget()
-    try:
-        with budget.active():
-            result, metadata = _play(entry, prompt, model, client, templates, long_context_data, exclude_state_log,
-                                     include_input_log)
-    except Exception as exc:  # noqa: BLE001 - BFCL's per-entry boundary: the error becomes the result
+    # The one per-entry fault boundary (checker/boundary.py); what escapes becomes BFCL's
+    # inference-error line for this entry, as the reference writes it, and the run goes on.
+    boundary = EntryBoundary("play this entry", budget=budgets.Budget())
+    with boundary:
+        result, metadata = _play(entry, prompt, model, client, templates, long_context_data, exclude_state_log,
+                                 include_input_log, budget=boundary.budget)
+    exc = boundary.exception
+    if exc is not None:
         return {"id": entry["id"], "result": f"Error during inference: {exc}",
                 "traceback": f"{type(exc).__module__}.{type(exc).__qualname__}: {exc}"}
     return {"id": entry["id"], "result": result, **metadata}
 
 
-def _play(entry, prompt, model, client, templates, long_context_data, exclude_state_log,
-          include_input_log=False) -> tuple[list, dict]:
-    entry_id = entry["id"]
-    category = category_of(entry_id)
+def _display(step: Any, decoder: str) -> list[str]:
+    """The call texts BFCL's log shows for a step that ran no call (``[]`` or ``[""]``)."""
+    try:
+        return list(DECODERS[decoder][1](step))
+    except BudgetExceeded:
+        raise
+    except Exception:  # noqa: BLE001 - shown text only: an empty step shows nothing
+        return []
+
+
+def _abort_reason(episode: Episode) -> Exception:
+    """The exception that ends an entry whose episode aborted (budget, internal error)."""
+    verdict = episode.check_turn()
+    details = verdict.details or {}
+    if {"budget", "limit", "spent"} <= set(details):
+        return BudgetExceeded(details["budget"], details["limit"], details["spent"])
+    message = verdict.error_message
+    text = "; ".join(map(str, message)) if isinstance(message, list) else str(message)
+    return InferenceError(text)
+
+
+def play_step(episode: Episode, step: Any, decoder: str) -> tuple[StepResult, list[dict]]:
+    """Run one model ``step`` (as the result line holds it) on the episode; its result and
+    the handler-log entries BFCL writes for it: the decoded call texts (and, for a step
+    with no call, the empty-response note), or BFCL's decoding-error text. An episode
+    that aborts (a budget, a step bfcl-safe could not run) raises the entry's error."""
+    result = episode.step(step, decoder=decoder)
+    if result.ended in (TurnEnd.RESOURCE_LIMIT, TurnEnd.INTERNAL_ERROR):
+        raise _abort_reason(episode)
+    if result.ended is TurnEnd.UNDECODABLE:
+        reason = fc_decode_error(step) if decoder == "fc" else prompting_decode_error(step)
+        return result, [{"role": "handler_log", "content": UNDECODABLE,
+                         "error": reason if reason is not None else result.decode_error}]
+    if result.ended is TurnEnd.NO_CALLS:
+        texts = _display(step, decoder)
+        return result, [{"role": "handler_log", "content": DECODED, "model_response_decoded": texts},
+                        {"role": "handler_log", "content": EMPTY, "model_response_decoded": texts}]
+    texts = [call.call for call in result.calls]
+    return result, [{"role": "handler_log", "content": DECODED, "model_response_decoded": texts}]
+
+
+def _play(entry: Mapping[str, Any], prompt: Mapping[str, Any], model: ModelSpec, client: Completion,
+          templates: Mapping[str, Any] | None, long_context_data: Callable[[], Mapping[str, Any]] | None,
+          exclude_state_log: bool, include_input_log: bool = False, *, budget: budgets.Budget) -> tuple[list, dict]:
+    """BFCL's inference loop on the play API's core: the :class:`Episode` decides when a
+    turn ends (no call, undecodable) and when the entry is force-terminated (the step
+    limit); this loop talks to the model and writes BFCL's log."""
     fc = model.mode == "fc"
-    long_context = "long_context" in category or "composite" in category
-    episode = Side.create(entry, owner=model.owner, long_context=long_context,
-                             long_context_data=long_context_data)
-    docs, missed = openai_format.inference_docs(prompt)
-    questions = [list(turn) for turn in copy.deepcopy(entry["question"])]
+    decoder = "fc" if fc else "prompting"
+    episode = Episode.for_inference(entry, prompt, owner=model.owner, long_context_data=long_context_data)
+    episode.budget = budget  # one budget per entry: the answers and the steps' work
+    docs, _missed = openai_format.inference_docs(prompt)
 
     input_tokens: list[list] = []
     output_tokens: list[list] = []
     latencies: list[list] = []
     responses: list[list] = []
     log: list = []
-    force_quit = False
 
     if not exclude_state_log:
-        state = _state_log(episode)
+        state = _state_log(episode.instances)
         if state:
             log.append(state)
 
     messages: list = []
-    tools = openai_format.openai_tools(docs) if fc else None
-    if not fc:
-        if templates is None:
-            raise ValueError("prompting mode needs the prompt templates")
-        questions[0] = with_system_prompt(questions[0], system_prompt(templates, docs))
+    if not fc and templates is None:
+        raise ValueError("prompting mode needs the prompt templates")
 
-    for turn, turn_messages in enumerate(questions):
-        if turn in missed:
-            if fc:
-                tools = openai_format.openai_tools(openai_format.docs_at_turn(docs, missed, turn))
-            turn_messages = openai_format.turn_messages(prompt, turn, "fc" if fc else "prompting")
+    while True:
+        turn = episode.turn
+        turn_messages = episode.messages(mode=decoder)
+        if turn == 0 and not fc:
+            turn_messages = with_system_prompt(turn_messages, system_prompt(templates, docs))
+        tools = episode.tools(format="openai") if fc else None
         messages.extend(copy.deepcopy(turn_messages))
         turn_log: dict = {"begin_of_turn_query": turn_messages}
         turn_responses: list = []
@@ -211,10 +315,10 @@ def _play(entry, prompt, model, client, templates, long_context_data, exclude_st
         turn_out: list = []
         turn_latency: list = []
         count = 0
-        while True:
+        while not episode.turn_over:
             step_log: list = []
             turn_log[f"step_{count}"] = step_log
-            response, latency = client.complete(messages, tools if fc and len(tools) > 0 else None)
+            response, latency = client.complete(messages, tools if tools else None)
             if include_input_log:
                 # BFCL's --include-input-log: what was sent, as its handler records it (the
                 # repr of the message list; in FC mode with the tools).
@@ -226,35 +330,27 @@ def _play(entry, prompt, model, client, templates, long_context_data, exclude_st
             else:
                 step, call_ids = message.content, []
             messages.append(message)
-            turn_in.append(response.usage.prompt_tokens)
-            turn_out.append(response.usage.completion_tokens)
+            turn_in.append(_token_count(response.usage, "prompt_tokens"))
+            turn_out.append(_token_count(response.usage, "completion_tokens"))
+            _checked_step(step, call_ids, fc)
+            budgets.charge(REPLY_BUDGET, answer_size(message))
             turn_latency.append(latency)
             turn_responses.append(step)
             step_log.append({"role": "assistant", "content": step})
 
-            budgets.charge(REPLY_BUDGET, _reply_size(step))
-            decoded = decode_reply(step, model.mode)
-            if isinstance(decoded, str):
-                step_log.append({"role": "handler_log", "content": UNDECODABLE, "error": decoded})
+            result, handler_log = play_step(episode, step, decoder)
+            step_log.extend(handler_log)
+            if result.ended in (TurnEnd.UNDECODABLE, TurnEnd.NO_CALLS):
                 break
-            texts, calls = decoded
-            step_log.append({"role": "handler_log", "content": DECODED, "model_response_decoded": texts})
-            if _is_empty(texts):
-                step_log.append({"role": "handler_log", "content": EMPTY, "model_response_decoded": texts})
-                break
-
-            results = episode.run(calls)
             if fc:
-                messages.extend(openai_format.tool_messages(results, call_ids))
+                messages.extend(openai_format.tool_messages(result.results, call_ids))
             else:
-                messages.append(openai_format.prompting_results_message(results, texts))
-            for result in results:
-                step_log.append({"role": "tool", "content": result})
+                messages.extend(result.messages)
+            for call in result.calls:
+                step_log.append({"role": "tool", "content": call.result})
             count += 1
-            if count > MAXIMUM_STEP_LIMIT:
-                force_quit = True
+            if result.ended is TurnEnd.STEP_LIMIT:
                 step_log.append({"role": "handler_log", "content": FORCE_QUIT})
-                break
 
         responses.append(turn_responses)
         log.append(turn_log)
@@ -262,10 +358,10 @@ def _play(entry, prompt, model, client, templates, long_context_data, exclude_st
         output_tokens.append(turn_out)
         latencies.append(turn_latency)
         if not exclude_state_log:
-            state = _state_log(episode)
+            state = _state_log(episode.instances)
             if state:
                 log.append(state)
-        if force_quit:
+        if episode.force_terminated or not episode.next_turn():
             break
 
     metadata = {

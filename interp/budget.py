@@ -14,10 +14,16 @@ counted; every entry point that runs model input activates one.
 from __future__ import annotations
 
 from contextvars import ContextVar
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping
 
 from bfcl_safe.interp.errors import BudgetExceeded
 from bfcl_safe.interp.limits import ENTRY_BUDGETS
+
+#: Budget kinds charged by the interpreter itself (keys of ``limits.ENTRY_BUDGETS``):
+#: result characters kept (``execute.run_step``) and characters handed to libcst
+#: (``cst_front.parse_with_libcst``, and the decoders' ``guard.check_libcst_input``).
+RESULT_CHARS = "result_chars"
+LIBCST_CHARS = "libcst_chars"
 
 _CURRENT: ContextVar["Budget | None"] = ContextVar("bfcl_safe_budget", default=None)
 
@@ -25,11 +31,15 @@ _CURRENT: ContextVar["Budget | None"] = ContextVar("bfcl_safe_budget", default=N
 class Budget:
     """Counters of one entry's (or episode's) work; ``limits`` defaults to ENTRY_BUDGETS."""
 
-    __slots__ = ("limits", "spent")
+    __slots__ = ("limits", "spent", "memo")
 
     def __init__(self, limits: Mapping[str, int] | None = None):
         self.limits: dict[str, int] = dict(ENTRY_BUDGETS if limits is None else limits)
         self.spent: dict[str, int] = {}
+        #: Work done once per entry and reused within it (the decoders' long step texts:
+        #: a step is parsed once, for its check and for its failure record's display).
+        #: A cache, never part of a copy or a pickle.
+        self.memo: dict[Any, Any] = {}
 
     def charge(self, kind: str, amount: int = 1) -> None:
         """Count ``amount`` of ``kind``; raise BudgetExceeded (counting nothing) past its limit."""
@@ -70,6 +80,7 @@ class Budget:
 
     def __setstate__(self, state):
         self.limits, self.spent = state
+        self.memo = {}
 
     def __repr__(self) -> str:
         return f"Budget(spent={self.spent!r})"

@@ -14,11 +14,12 @@ from typing import Any, Callable
 
 import libcst as cst
 
-from bfcl_safe.interp import limits
+from bfcl_safe.interp import budget, limits
 from bfcl_safe.interp.callspec import (
     NOT_CALL, CallSpec, Failure, NameRef, Operation, SourceString, dict_value, make_spec, sequence_value,
 )
 from bfcl_safe.interp.errors import RejectedInput
+from bfcl_safe.interp.budget import LIBCST_CHARS
 from bfcl_safe.interp.lexical import REWRITE_PATTERN, bracket_depth
 
 _CONSTANTS = {"True": True, "False": False, "None": None}
@@ -322,7 +323,10 @@ HANDLERS: dict[type, Callable[[Any, _Context, int], Any]] = {
 }
 
 
-def parse_with_libcst(text: str) -> CallSpec:
+def parse_with_libcst(text: str, handed: list[int] | None = None) -> CallSpec:
+    """``text`` (one call, outside the fast parser's subset) parsed by libcst behind the
+    length and depth guards. What libcst is handed is charged to the active budget's
+    ``libcst_chars`` first, or, with ``handed``, appended to it for the caller to charge."""
     ctx = _Context(text)
     if len(text) > limits.MAX_SOURCE_LENGTH:
         raise RejectedInput(f"call text longer than {limits.MAX_SOURCE_LENGTH} characters")
@@ -334,6 +338,10 @@ def parse_with_libcst(text: str) -> CallSpec:
         raise RejectedInput(f"nesting deeper than {limits.MAX_NESTING_DEPTH}")
     # eval() strips leading spaces and tabs; libcst would not.
     stripped = text.lstrip(" \t")
+    if handed is None:
+        budget.charge(LIBCST_CHARS, len(stripped))
+    else:
+        handed.append(len(stripped))
     offset = len(text) - len(stripped)
     try:
         node = cst.parse_expression(stripped)

@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Sequence
 
-from bfcl_safe.interp import limits
+from bfcl_safe.interp import budget, limits
+from bfcl_safe.interp.budget import RESULT_CHARS
 from bfcl_safe.interp.builtins import (
     NotComputable, binary_op, call_builtin, compare_op, is_builtin_name, make_slice, subscript, truth, unary_op,
 )
@@ -215,13 +216,29 @@ def _result(spec: CallSpec, table: MethodTable) -> str:
 
 
 def run_step(calls: Sequence[Call] | Iterable[Call], table: MethodTable) -> list[str]:
-    """Run the calls of one model step in order; one result string per call."""
+    """Run the calls of one model step in order; one result string per call.
+
+    Every result string is kept (the checks compare them, failure records write them):
+    its characters are charged to the active budget's ``result_chars`` as it is made, so
+    an entry that would keep more fails with the resource-limit type instead."""
     results = []
+    active = budget.current()
+    # Budget.charge inline (a hot path) unless a subclass may count differently.
+    spent = active.spent if active is not None and type(active) is budget.Budget else None
+    limit = active.limits[RESULT_CHARS] if active is not None else 0
     for index, call in enumerate(calls):
         if index >= limits.MAX_CALLS_PER_STEP:
-            results.append(format_error(RejectedInput(
+            result = format_error(RejectedInput(
                 f"more than {limits.MAX_CALLS_PER_STEP} calls in one step; call {index} not run"
-            )))
-            continue
-        results.append(run_call(call, table))
+            ))
+        else:
+            result = run_call(call, table)
+        if spent is not None:
+            total = spent.get(RESULT_CHARS, 0) + len(result)
+            if total > limit:
+                raise BudgetExceeded(RESULT_CHARS, limit, total)
+            spent[RESULT_CHARS] = total
+        elif active is not None:
+            active.charge(RESULT_CHARS, len(result))
+        results.append(result)
     return results

@@ -83,6 +83,19 @@ MAX_FOLDER_NAME_BYTES = 255
 #: Budgets (counted, below) are what bound an entry; this only catches what they miss.
 JOBS_ENTRY_GUARD_SECONDS = 600
 
+# --------------------------------------------------------------------------- generate's HTTP answers
+# (generate/client.py, generate/inference.py: the bounded exchange with an endpoint)
+#: Largest answer body read from an endpoint, in bytes after every content encoding is
+#: undone (a gzip bomb stops here, holding at most this much). Real chat completions are
+#: a few KB; one of 128k tokens of escaped text stays under 2 MB.
+MAX_ANSWER_BYTES = 16 << 20
+#: Deepest JSON nesting of an answer, counted before it is parsed (real answers: 7, with
+#: logprobs 9); deeper values would reach the result line (``usage``) or the chat.
+MAX_ANSWER_DEPTH = 32
+#: Most tool calls in one answer (real models make a few parallel calls; BFCL's ground
+#: truth has at most 34 in one turn); every call is re-sent with the chat on each later step.
+MAX_TOOL_CALLS_PER_ANSWER = 256
+
 # --------------------------------------------------------------------------- budgets
 #: Deterministic budgets per scored entry (both sides together) or per played episode,
 #: counted by :class:`bfcl_safe.interp.budget.Budget`, never timed. Exceeding one fails
@@ -107,10 +120,18 @@ ENTRY_BUDGETS["computed_int_digits"] = 10_000_000
 #: limbs (CPython's division is quadratic: 10**9 is about 1.5 s), summed per entry; one
 #: operation past it is refused on its own.
 ENTRY_BUDGETS["int_work"] = 2_000_000_000
-#: Characters of the model's replies in one ``bfcl-safe generate`` entry (each reply's
-#: text, or its tool calls' names and argument texts), counted before the reply is
-#: decoded; real replies are a few hundred characters, an entry at most ~21 steps a turn.
+#: Characters of everything the model's answers add to one ``bfcl-safe generate``
+#: entry's chat (re-sent with every later request): every string of the assistant message
+#: (content, reasoning, tool-call ids, names, argument texts) plus one per value, counted
+#: before the step is decoded; real replies are a few hundred characters, an entry at
+#: most ~21 steps a turn.
 ENTRY_BUDGETS["generate_reply_characters"] = 20_000_000
+#: Tool calls the model's answers add to one ``bfcl-safe generate`` entry's chat (each is
+#: re-sent, as an SDK object, with every later request: the SDK spends ~3 ms on each call
+#: in each request, so 100 calls a step for 20 steps cost a minute). Real entries: the
+#: ground truth has at most 35 calls an entry; a model repeating one call until the step
+#: limit makes 21 a turn.
+ENTRY_BUDGETS["generate_tool_calls"] = 1_000
 
 # Backends (``backends/growth.py``): state growth, charged before a tool stores anything.
 #: Characters of the strings (and digits of the ints) tools store in backend state, per
@@ -153,6 +174,24 @@ ENTRY_BUDGETS["shared_default_items"] = 100_000
 #: bounded by the budgets above, but a scanning call repeated as often as a result line
 #: allows would take hours; real entries scan a few hundred items.
 ENTRY_BUDGETS["state_scan"] = 100_000_000
+
+# Kept output and parse work (``interp/execute.py``, ``interp/text.py``,
+# ``interp/cst_front.py``, ``checker/decoders/guard.py``), per entry, both sides together.
+#: Characters of the result strings an entry keeps (every call's result, model's and
+#: ground truth's: the checks compare them and a failure record writes them, some
+#: twice), plus the paths ``find`` builds before they become a result. Largest real
+#: entry: 140,908 (ground truth replayed, long context); 2,860 on the real FC results.
+#: Without it one 422 KB line (a 200 KB file, then 5,000 ``cat`` of it) made a 1 GB
+#: score file and a 3.9 GB peak; a ``find`` in a tree that contains itself, gigabytes
+#: of paths.
+ENTRY_BUDGETS["result_chars"] = 10_000_000
+#: Characters of text handed to libcst (step texts and call texts outside the fast
+#: parser's subset; a text remembered across entries charges again at each use), per
+#: entry. No real entry hands libcst anything (the real FC results and the ground truth
+#: replayed: 0). libcst takes seconds per MAX_LIBCST_SOURCE_LENGTH characters of such
+#: text, so a line of twenty such steps (inside every size and depth limit) took minutes;
+#: this allows two at the most.
+ENTRY_BUDGETS["libcst_chars"] = 100_000
 
 # --------------------------------------------------------------------------- bfcl-safe serve
 # (integrations/serve.py: every HTTP request and WebSocket message is untrusted input)

@@ -19,7 +19,8 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from bfcl_safe.interp import limits
+from bfcl_safe.interp import budget, limits
+from bfcl_safe.interp.budget import LIBCST_CHARS
 from bfcl_safe.interp.callspec import CallSpec, NameRef, SourceString, dict_value, sequence_value
 from bfcl_safe.interp.errors import RejectedInput
 from bfcl_safe.interp.fastparse import parse_tree
@@ -29,7 +30,9 @@ from bfcl_safe.interp.lexical import REWRITE_PATTERN, bracket_depth
 CACHED_TEXT_LENGTH = 4096
 
 
-def _parse(text: str) -> CallSpec:
+def _parse(text: str, handed: list[int] | None = None) -> CallSpec:
+    """Parse ``text``; what it hands libcst is charged to ``libcst_chars`` first, or, with
+    ``handed``, appended to it for the caller to charge (a cached parse charges at every use)."""
     if len(text) > limits.MAX_SOURCE_LENGTH:
         raise RejectedInput(f"call text longer than {limits.MAX_SOURCE_LENGTH} characters")
     tree = parse_tree(text)
@@ -40,7 +43,7 @@ def _parse(text: str) -> CallSpec:
         raise RejectedInput("invalid syntax", text, None)
     from bfcl_safe.interp.cst_front import parse_with_libcst
 
-    return parse_with_libcst(text)
+    return parse_with_libcst(text, handed)
 
 
 def _from_tree(node: tuple) -> Any:
@@ -72,21 +75,27 @@ def _from_tree(node: tuple) -> Any:
 
 
 @lru_cache(maxsize=8192)
-def _parse_cached(text: str) -> CallSpec | tuple:
+def _parse_cached(text: str) -> tuple[CallSpec | tuple, int]:
+    """The parse of ``text`` (or its rejection) and the characters it handed libcst."""
+    handed: list[int] = []
     try:
-        return _parse(text)
+        return _parse(text, handed), sum(handed)
     except RejectedInput as exc:
         # Cache the rejection as data: a cached exception object would keep its
         # traceback, and through it every frame (and their locals) it ever crossed.
-        return (exc.reason, exc.source, exc.position)
+        return (exc.reason, exc.source, exc.position), sum(handed)
 
 
 def parse_call(text: str) -> CallSpec:
-    """Parse one call text; raise :class:`RejectedInput` for anything outside the language."""
+    """Parse one call text; raise :class:`RejectedInput` for anything outside the language.
+    What a parse hands libcst is charged to the active budget's ``libcst_chars`` (a cached
+    parse, at every use: a verdict never depends on which entry parsed a text first)."""
     if not isinstance(text, str):
         raise RejectedInput(f"call text must be a string, not {type(text).__name__}")
     if len(text) <= CACHED_TEXT_LENGTH:
-        result = _parse_cached(text)
+        result, handed = _parse_cached(text)
+        if handed:
+            budget.charge(LIBCST_CHARS, handed)
         if type(result) is tuple:
             raise RejectedInput(*result)
         return result

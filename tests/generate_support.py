@@ -127,3 +127,19 @@ def stratified(ids: Sequence[str], count: int) -> list[str]:
     if count <= 0 or count >= len(ids):
         return list(ids)
     return [ids[(i * len(ids)) // count] for i in range(count)]
+
+
+def logged_decoding(step: Any, mode: str, entry_id: str = "multi_turn_base_0") -> tuple[str, Any]:
+    """What generate logs for ``step`` as a fresh entry's first step
+    (:func:`bfcl_safe.generate.inference.play_step` on an inference episode):
+    ``("ok", call texts)`` or ``("error", BFCL's decoding-error text)``."""
+    from bfcl_safe.checker.play import Episode
+    from bfcl_safe.generate.inference import UNDECODABLE, play_step
+    from tests.checker_support import dataset
+
+    data = dataset()
+    episode = Episode.for_inference(data.entry(entry_id), data.prompt_entry(entry_id), owner="m")
+    _result, log = play_step(episode, step, "fc" if mode == "fc" else "prompting")
+    if log[0]["content"] == UNDECODABLE:
+        return "error", log[0]["error"]
+    return "ok", log[0]["model_response_decoded"]

@@ -28,7 +28,7 @@ import json
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import attrs
 
@@ -46,6 +46,10 @@ class Reply:
     body: Any = None
     delay: float = 0.0
     headers: Mapping[str, str] = attrs.Factory(dict)
+    #: A hostile answer: the raw bytes (status line and headers included) the server
+    #: writes to the socket, chunk by chunk, as they come (a generator may sleep between
+    #: chunks); ``status``, ``body`` and ``headers`` are then unused. It must end by itself.
+    stream: Callable[[], Iterable[bytes]] | None = None
 
 
 Responder = Callable[[dict], Reply]
@@ -102,7 +106,19 @@ class _Handler(BaseHTTPRequestHandler):
             reply = Reply(599, error_body(599, f"script failed: {type(exc).__name__}: {exc}"))
         if reply.delay:
             time.sleep(min(reply.delay, MAX_DELAY))
+        if reply.stream is not None:
+            self._stream(reply.stream)
+            return
         self._send(reply)
+
+    def _stream(self, stream: Callable[[], Iterable[bytes]]) -> None:
+        self.close_connection = True
+        try:
+            for chunk in stream():
+                self.wfile.write(chunk)
+                self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            pass  # the client gave up: what the hostile tests want
 
     def _send(self, reply: Reply) -> None:
         data = reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()

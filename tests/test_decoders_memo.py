@@ -10,6 +10,7 @@ from bfcl_safe.checker.decoders import DECODERS, DecodeError
 from bfcl_safe.checker.decoders.base import Memo
 from bfcl_safe.interp.budget import Budget
 from bfcl_safe.interp.errors import BudgetExceeded
+from bfcl_safe.interp.limits import ENTRY_BUDGETS
 
 #: (decoder, step text whose decoding computes values).
 COMPUTING = [
@@ -34,7 +35,7 @@ def test_every_use_charges_what_the_first_did(decoder, step):
 def test_a_remembered_text_still_exceeds_a_small_budget():
     step = "[ls(a='x' * 1000 + 'y')]"
     DECODERS["prompting"][1](step)
-    with Budget({"computed_size": 500, "computed_int_digits": 10**6, "int_work": 10**9}).active():
+    with Budget({**ENTRY_BUDGETS, "computed_size": 500}).active():
         with pytest.raises(BudgetExceeded):
             DECODERS["prompting"][1](step)
 

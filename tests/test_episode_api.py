@@ -13,13 +13,14 @@ import threading
 
 import pytest
 
+from bfcl_safe.checker.errors import ErrorType
 from bfcl_safe.checker.episode import MAXIMUM_STEP_LIMIT, plain
 from bfcl_safe.checker.openai_format import ADDITIONAL_FUNCTION_PROMPT
 from bfcl_safe.checker.play import (
     ArgumentError, Episode, EpisodeError, EpisodeOverError, StepInputError, TurnEnd, TurnOverError,
 )
 from bfcl_safe.checker.replay import ground_truth_as_fc, ground_truth_as_prompting
-from bfcl_safe.checker.verdict import EMPTY_TURN, FORCE_TERMINATED, evaluate_entry
+from bfcl_safe.checker.verdict import evaluate_entry
 from tests.checker_support import CATEGORIES, dataset
 from tests.refenv import import_reference
 
@@ -204,10 +205,10 @@ def test_step_limit_force_terminates_like_bfcl():
     with pytest.raises(EpisodeOverError, match="episode is over"):
         episode.step([{"pwd": "{}"}])
     verdict = episode.check_turn().summary()
-    assert verdict["error_type"] == FORCE_TERMINATED and verdict["first_failing_turn"] == 0
+    assert verdict["error_type"] == ErrorType.FORCE_TERMINATED and verdict["first_failing_turn"] == 0
     # Scoring what the episode recorded gives the same verdict.
     record = _score(entry_id, episode.result())
-    assert record["error"]["error_type"] == FORCE_TERMINATED
+    assert record["error"]["error_type"] == ErrorType.FORCE_TERMINATED
     assert record["error"]["error_message"] == verdict["error_message"]
     assert len(episode.result()) == 1 and len(episode.result()[0]) == MAXIMUM_STEP_LIMIT + 1
 
@@ -249,7 +250,7 @@ def test_check_turn_mid_turn_is_the_verdict_so_far():
     truth = dataset().ground_truth_for(entry_id)
     episode = Episode.from_entry(entry_id, dataset())
     before = episode.check_turn().summary()
-    assert before["valid"] is False and before["error_type"] == EMPTY_TURN and before["first_failing_turn"] == 0
+    assert before["valid"] is False and before["error_type"] == ErrorType.EMPTY_TURN and before["first_failing_turn"] == 0
     steps = ground_truth_as_fc(truth, dataset().entry(entry_id)["involved_classes"])[0]
     episode.step(steps[0])
     assert episode.check_turn().summary() == {"valid": True, "turns_passed": 1, "first_failing_turn": None}

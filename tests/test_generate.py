@@ -22,7 +22,7 @@ import pytest
 
 from bfcl_safe.cli import main
 from bfcl_safe.generate.client import RetryPolicy
-from bfcl_safe.generate.inference import decode_reply, serializable
+from bfcl_safe.generate.inference import serializable
 from bfcl_safe.generate.prompting import (
     PromptTemplateError, load_prompt_templates, parse_prompt_templates, system_prompt, with_system_prompt,
 )
@@ -30,7 +30,7 @@ from bfcl_safe.generate.results import ResultFileError, ResultWriter, existing_i
 from bfcl_safe.generate.run import GenerateError, plan_run, resolve_model
 from tests.checker_support import dataset as load_dataset
 from tests.generate_support import (
-    first_difference, result_lines, run_ours, run_reference, without_volatile,
+    first_difference, logged_decoding, result_lines, run_ours, run_reference, without_volatile,
 )
 from tests.refenv import import_reference
 from tests.scripted_server import (
@@ -130,8 +130,7 @@ def _reference_outcome(function, step):
 
 
 def _our_outcome(step, mode):
-    decoded = decode_reply(step, mode)
-    return ("error", decoded) if isinstance(decoded, str) else ("ok", decoded[0])
+    return logged_decoding(step, mode)
 
 
 @pytest.mark.parametrize("step", list(PROMPTING_STEPS.values()), ids=list(PROMPTING_STEPS))
@@ -630,8 +629,9 @@ def test_replies_past_the_budget_end_the_entry_with_the_budget_named(dataset):
     line = play_entry(dataset.entry(entry_id), dataset.prompt_entry(entry_id), ModelSpec("m", "prompting"), client,
                       templates=load_prompt_templates(dataset))
     assert client.calls == 1
+    # The whole message is charged: its text, plus one per value (the message, content, tool_calls).
     assert line["result"] == (f"Error during inference: resource budget {REPLY_BUDGET!r} exceeded: "
-                              f"{ENTRY_BUDGETS[REPLY_BUDGET] + 1:,} > {ENTRY_BUDGETS[REPLY_BUDGET]:,}")
+                              f"{ENTRY_BUDGETS[REPLY_BUDGET] + 4:,} > {ENTRY_BUDGETS[REPLY_BUDGET]:,}")
     assert line["traceback"].startswith("bfcl_safe.interp.errors.BudgetExceeded: ")
 
 
@@ -646,3 +646,24 @@ def test_replies_within_the_budget_add_up_per_entry(dataset):
                       templates=load_prompt_templates(dataset))
     assert client.calls == 3
     assert REPLY_BUDGET in line["result"]
+
+
+def test_an_inference_episode_plays_without_ground_truth(dataset):
+    """generate's episode (Episode.for_inference): instances named as BFCL inference names
+    them, turns advance without checks, and asking for a verdict is a documented error."""
+    from bfcl_safe.checker.episode import EpisodeError
+    from bfcl_safe.checker.play import Episode, TurnEnd
+
+    entry_id = f"{BASE}_0"
+    episode = Episode.for_inference(dataset.entry(entry_id), dataset.prompt_entry(entry_id), owner="my_model")
+    assert episode.model.table is not None and episode.truth is None
+    assert episode.turn_count == len(dataset.entry(entry_id)["question"])
+    step = episode.step([{"pwd": "{}"}], decoder="fc")
+    assert step.ended is None and len(step.calls) == 1
+    assert episode.step([], decoder="fc").ended is TurnEnd.NO_CALLS
+    with pytest.raises(EpisodeError, match="no ground truth"):
+        episode.check_turn()
+    turns = 1
+    while episode.next_turn():
+        turns += 1
+    assert turns == episode.turn_count and episode.done

@@ -16,7 +16,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bfcl_safe.generate.inference import decode_reply
+from tests.generate_support import logged_decoding
 from tests.refenv import import_reference
 
 NAMES = st.sampled_from(["ls", "cd", "mv", "echo", "get_stock_info", "a.b", "x_1", "True", "None"])
@@ -84,8 +84,7 @@ def _reference(function, step):
 
 
 def _ours(step, mode):
-    decoded = decode_reply(step, mode)
-    return ("error", decoded) if isinstance(decoded, str) else ("ok", decoded[0])
+    return logged_decoding(step, mode)
 
 
 @given(prompting_reply())

@@ -31,10 +31,8 @@ from typing import Any
 
 import pytest
 
-from bfcl_safe.checker.errors import RESOURCE_LIMIT
-
+from bfcl_safe.checker.errors import ErrorType
 from bfcl_safe.checker.replay import ground_truth_as_fc, ground_truth_as_prompting
-from bfcl_safe.checker.verdict import EMPTY_TURN, FORCE_TERMINATED
 from tests.checker_support import dataset
 from tests.refenv import wheel
 
@@ -198,10 +196,10 @@ def _write_tree(root: Path) -> dict[tuple[str, str], str | None]:
                     expected[key] = None
                 elif index == 1:  # the last turn has no call: an empty turn
                     result[-1] = [[]] if as_fc else ["Done."]
-                    expected[key] = EMPTY_TURN
+                    expected[key] = ErrorType.EMPTY_TURN
                 elif index == 2:  # a turn lost
                     result = result[:-1]
-                    expected[key] = FORCE_TERMINATED
+                    expected[key] = ErrorType.FORCE_TERMINATED
                 elif index < len(entries) - 2:  # hostile steps in front of the right calls
                     mine = payloads[hostile_slots.index(index)::len(hostile_slots)]
                     result[0] = [*costly, *mine, *result[0]]
@@ -215,7 +213,7 @@ def _write_tree(root: Path) -> dict[tuple[str, str], str | None]:
             lines.append(f'{{"id": "{category}_199", "result": {"[" * 198 + "]" * 198}}}')
             lines.append(f'{{"id": "{category}_198", "result": {"[" * DEEP + "]" * DEEP}}}')
             assert len(data.ground_truth_for(f"{category}_199")) > 1
-            expected[(model, f"{category}_199")] = FORCE_TERMINATED
+            expected[(model, f"{category}_199")] = ErrorType.FORCE_TERMINATED
             text = "\n".join(lines).replace(C, str(root.parent / "CANARY"))
             (folder / f"BFCL_v4_{category}_result.json").write_text(text + "\n", encoding="utf-8")
     return expected
@@ -296,14 +294,14 @@ def test_ordinary_entries_keep_their_verdicts(runs: dict, jobs: int) -> None:
                     continue
                 seen += 1
                 got = failed.get(entry_id)
-                if verdict is None and got is not None and got["error"]["error_type"] == RESOURCE_LIMIT:
+                if verdict is None and got is not None and got["error"]["error_type"] == ErrorType.RESOURCE_LIMIT:
                     budget_ended += 1  # its hostile steps used up a budget: the entry ends there (by design)
                 elif verdict is None:
                     assert got is None, (model, entry_id, got and got["error"])
                     passed += 1
                 elif verdict == "fail":
                     assert got is not None, (model, entry_id)
-                    assert got["error"]["error_type"] in OFFICIAL_ERRORS | {RESOURCE_LIMIT}
+                    assert got["error"]["error_type"] in OFFICIAL_ERRORS | {ErrorType.RESOURCE_LIMIT}
                     assert "could not score" not in json.dumps(got["error"]["error_message"])
                 else:
                     assert got is not None and got["error"]["error_type"] == verdict, (model, entry_id, got)
@@ -326,7 +324,7 @@ def test_hostile_calls_ran_and_were_refused(runs: dict, jobs: int) -> None:
             for entry_id in hostile_only:
                 hostile += 1
                 text = json.dumps(failed[entry_id]["error"])
-                if failed[entry_id]["error"]["error_type"] == RESOURCE_LIMIT:
+                if failed[entry_id]["error"]["error_type"] == ErrorType.RESOURCE_LIMIT:
                     continue  # a payload of the entry used up a budget: the entry ended there
                 assert all(probe in text for probe in PROBE_RESULTS), (model, entry_id)
                 probed += 1

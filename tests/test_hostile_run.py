@@ -36,7 +36,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bfcl_safe.checker import results_io, runner, scoring
-from bfcl_safe.checker.errors import INTERNAL_ERROR, RESOURCE_LIMIT
+from bfcl_safe.checker.errors import ErrorType
 from bfcl_safe.checker.replay import ground_truth_as_fc
 from bfcl_safe.checker.inputs import Kind, UnreadableFile
 from bfcl_safe.checker.results_io import LayoutError, discover, read_lines
@@ -152,15 +152,15 @@ def test_a_record_that_can_be_written_is_written_as_the_reference_writes_it() ->
 
 ESCAPING = {
     # name: (what score_entry raises, error type, what the message says)
-    "budget": (BudgetExceeded("computed_size", 10_000_000, 10_000_001), RESOURCE_LIMIT,
+    "budget": (BudgetExceeded("computed_size", 10_000_000, 10_000_001), ErrorType.RESOURCE_LIMIT,
                "resource limit: budget 'computed_size' exceeded (10,000,001 > 10,000,000)"),
-    "recursion": (RecursionError("maximum recursion depth exceeded"), INTERNAL_ERROR,
+    "recursion": (RecursionError("maximum recursion depth exceeded"), ErrorType.INTERNAL_ERROR,
                   "bfcl-safe could not score this entry: RecursionError: maximum recursion depth exceeded"),
-    "memory": (MemoryError(), INTERNAL_ERROR, "bfcl-safe could not score this entry: MemoryError: (no message)"),
-    "value": (ValueError("Exceeds the limit (4300 digits)\x1b[2J"), INTERNAL_ERROR,
+    "memory": (MemoryError(), ErrorType.INTERNAL_ERROR, "bfcl-safe could not score this entry: MemoryError: (no message)"),
+    "value": (ValueError("Exceeds the limit (4300 digits)\x1b[2J"), ErrorType.INTERNAL_ERROR,
               "ValueError: Exceeds the limit (4300 digits)\\x1b[2J"),
-    "type": (TypeError("unhashable type: 'list'"), INTERNAL_ERROR, "TypeError: unhashable type: 'list'"),
-    "bug": (KeyError("x"), INTERNAL_ERROR, "KeyError: 'x'"),
+    "type": (TypeError("unhashable type: 'list'"), ErrorType.INTERNAL_ERROR, "TypeError: unhashable type: 'list'"),
+    "bug": (KeyError("x"), ErrorType.INTERNAL_ERROR, "KeyError: 'x'"),
 }
 
 

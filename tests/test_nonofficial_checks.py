@@ -6,7 +6,7 @@ import json
 
 from bfcl_safe.checker.replay import ground_truth_as_fc
 from bfcl_safe.checker.verdict import (
-    IRRELEVANCE, ORDER_MISMATCH, CheckOptions, EntryInput, ErrorType, check_entry, evaluate_entry,
+    CheckOptions, EntryInput, ErrorType, check_entry, evaluate_entry,
 )
 from tests.checker_support import dataset
 from tests.refenv import import_reference
@@ -16,7 +16,7 @@ def _evaluate(entry, result, **flags):
     data = dataset()
     return evaluate_entry(entry, result, data.ground_truth_for(entry["id"]), model_name="m",
                           test_category=entry["id"].rsplit("_", 1)[0], decoder="fc",
-                          long_context_data=data.long_context_data, prompt_entry=lambda: {}, **flags)
+                          long_context_data=data.long_context_data, prompt_entry=lambda: {}, options=CheckOptions(**flags))
 
 
 def test_strict_irrelevance_flags_calls_in_turns_that_should_be_empty_like_the_reference():
@@ -35,8 +35,8 @@ def test_strict_irrelevance_flags_calls_in_turns_that_should_be_empty_like_the_r
         decoded = [[utils.convert_to_function_call(s) for s in turn if s] for turn in json.loads(json.dumps(result))]
         expected = reference.multi_turn_irrelevance_checker(decoded, truth)
         assert official["valid"]  # not part of the official score
-        assert expected["error_type"] == IRRELEVANCE
-        assert strict["error"]["error_type"] == IRRELEVANCE
+        assert expected["error_type"] == ErrorType.IRRELEVANCE
+        assert strict["error"]["error_type"] == ErrorType.IRRELEVANCE
         assert strict["error"]["error_message"] == expected["error_message"]
         checked += 1
     assert checked >= 3
@@ -57,7 +57,7 @@ def test_check_order_flags_a_reordered_turn_that_the_official_check_accepts():
             ordered = _evaluate(entry, result, check_order=True)
             if ordered["valid"]:
                 continue  # the two calls belong to different classes
-            assert ordered["error"]["error_type"] == ORDER_MISMATCH
+            assert ordered["error"]["error_type"] == ErrorType.ORDER_MISMATCH
             assert "does not match the method invoke order" in ordered["error"]["error_message"]
             typed = check_entry(EntryInput(entry, result, truth, "m", "multi_turn_base", "fc"),
                                 CheckOptions(check_order=True))

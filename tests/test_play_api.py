@@ -18,7 +18,7 @@ from bfcl_safe.checker.play import (
     TurnOverError,
 )
 from bfcl_safe.checker.replay import ground_truth_as_fc, ground_truth_calls
-from bfcl_safe.checker.verdict import EMPTY_TURN, ErrorType, Verdict, evaluate_entry
+from bfcl_safe.checker.verdict import ErrorType, Verdict, evaluate_entry
 from bfcl_safe.interp.budget import Budget
 from bfcl_safe.interp.errors import BfclSafeError
 from bfcl_safe.interp.limits import MAX_RESULT_LINE_DEPTH
@@ -123,7 +123,7 @@ def test_turn_outcome_is_this_turns_check_in_isolation_and_the_official_verdict(
     second = episode.end_turn()
     assert (second.turn, second.passed, second.reward, second.failure) == (1, True, 1.0, None)
     assert second.verdict.failing_turn == 0 and second.verdict.turns_passed == 0
-    assert second.verdict.error_type == EMPTY_TURN
+    assert second.verdict.error_type == ErrorType.EMPTY_TURN
 
 
 def test_verdicts_are_frozen_and_typed():

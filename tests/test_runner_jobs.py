@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from bfcl_safe.checker.errors import ErrorType
 from bfcl_safe.checker.replay import ground_truth_as_fc
 from bfcl_safe.checker import parallel, runner, scoring
-from bfcl_safe.checker.errors import INTERNAL_ERROR, RESOURCE_LIMIT
 from bfcl_safe.checker.runner import Options
 from bfcl_safe.checker.scoring import Context, score_line
 from tests.checker_support import dataset
@@ -214,7 +214,7 @@ def test_a_process_that_dies_or_hangs_loses_only_its_entry(tmp_path: Path, monke
     pool = parallel.ForkPool(functools.partial(scoring.score_text, dataset()), 2, guard_seconds=2.0)
     lost = _tree(result_dir, tmp_path / "score-2", 2, pool=pool, partial=True)
     record = _records(lost[0], name)[victim]
-    assert record["error"]["error_type"] == RESOURCE_LIMIT
+    assert record["error"]["error_type"] == ErrorType.RESOURCE_LIMIT
     reason = "the wall-clock guard fired after 2 s" if how == "hangs" else "the process scoring it died"
     assert reason in record["error"]["error_message"][0]
     assert [m for m in lost[1] if victim in m and "resource limit" in m and reason in m]
@@ -222,7 +222,7 @@ def test_a_process_that_dies_or_hangs_loses_only_its_entry(tmp_path: Path, monke
     assert _without(lost[0], name, victim) == _without(serial[0], name, victim)
     assert lost[2] == serial[2]  # progress: each line once
     assert lost[3].failed_entries == [(result_dir / "clean-model" / "multi_turn" / f"BFCL_v4_{BASE}_result.json",
-                                       victim, RESOURCE_LIMIT)]
+                                       victim, ErrorType.RESOURCE_LIMIT)]
     with pytest.raises(ChildProcessError):
         os.waitpid(-1, os.WNOHANG)  # no child left behind
 
@@ -313,10 +313,10 @@ def test_messages_files_and_errors_come_as_in_a_serial_run(tmp_path: Path, monke
     if failure == "internal-errors":
         noted = [m for m in serial[1] if "bfcl-safe could not score this entry: ZeroDivisionError: a scorer bug" in m]
         assert len(noted) == len(serial[3].failed_entries) >= 2
-        assert {entry for _, entry, kind in serial[3].failed_entries if kind == INTERNAL_ERROR} == {
+        assert {entry for _, entry, kind in serial[3].failed_entries if kind == ErrorType.INTERNAL_ERROR} == {
             f"{BASE}_2", f"{PARAM}_1"}
         record = _records(serial[0], f"clean-model/multi_turn/BFCL_v4_{BASE}_score.json")[f"{BASE}_2"]
-        assert record["error"]["error_type"] == INTERNAL_ERROR
+        assert record["error"]["error_type"] == ErrorType.INTERNAL_ERROR
     else:
         assert "looking duplicate-id-keys up" in serial[1]
         assert any("no decoder could be chosen for model 'duplicate-id-keys' (RuntimeError: registry broken"

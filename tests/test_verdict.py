@@ -9,7 +9,6 @@ import re
 
 import pytest
 
-from bfcl_safe.checker.errors import INTERNAL_ERROR, RESOURCE_LIMIT
 from bfcl_safe.checker.replay import ground_truth_as_fc
 from bfcl_safe.checker.verdict import (
     EntryInput, ErrorType, RecordParts, Verdict, check_entry, evaluate_entry,
@@ -28,7 +27,8 @@ def test_error_types_are_the_references_strings_and_ours():
     assert {t.value for t in ErrorType if t.value.startswith("multi_turn:")} == reference
     assert {t.value for t in ErrorType if t.official} == reference - {
         "multi_turn:irrelevance_error:decoder_success", "multi_turn:method_invoke_order_mismatch"}
-    assert ErrorType.RESOURCE_LIMIT == RESOURCE_LIMIT and ErrorType.INTERNAL_ERROR == INTERNAL_ERROR
+    assert {t.value for t in ErrorType if t.own} == {"bfcl_safe:resource_limit", "bfcl_safe:internal_error"}
+    assert not any(t.official for t in ErrorType if t.own)
     assert str(ErrorType.EMPTY_TURN) == "multi_turn:empty_turn_model_response"
 
 
@@ -103,7 +103,7 @@ def test_bfcl_safes_own_failures_have_the_short_layout():
                             "turns_passed"]
     assert record["error"] == {"error_message": ["resource limit: budget 'state_items' exceeded (11 > 10); "
                                                  "the entry fails"],
-                               "error_type": RESOURCE_LIMIT, "details": {"budget": "state_items", "limit": 10,
+                               "error_type": ErrorType.RESOURCE_LIMIT, "details": {"budget": "state_items", "limit": 10,
                                                                          "spent": 11}}
     internal = Verdict.internal_error(RecursionError("deep"))
     assert internal.error_type is ErrorType.INTERNAL_ERROR and internal.details == {"exception": "RecursionError"}

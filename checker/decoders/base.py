@@ -133,8 +133,11 @@ class Memo:
     computed) is charged again on every use, so a verdict never depends on which entry
     decoded a text first; a decoding that exceeded the budget is not remembered."""
 
-    def __init__(self, size: int = CACHED_TEXTS) -> None:
+    def __init__(self, size: int | None = CACHED_TEXTS, replay: bool = True) -> None:
+        #: None: no bound (a memo that lives only as long as one entry).
         self.size = size
+        #: False: a remembered result charges nothing again (one entry's own memo).
+        self.replay = replay
         self._entries: OrderedDict[Hashable, tuple[Any, str | None, dict[str, int]]] = OrderedDict()
 
     def get(self, key: Hashable, compute: Callable[[], Any]) -> Any:
@@ -149,14 +152,31 @@ class Memo:
                     failure = str(exc)
             entry = (value, failure, recorder.record)
             self._entries[key] = entry
-            if len(self._entries) > self.size:
+            if self.size is not None and len(self._entries) > self.size:
                 self._entries.popitem(last=False)
-        else:
+        elif self.replay:
             for kind, amount in entry[2].items():
                 budget.charge(kind, amount)
         if entry[1] is not None:
             raise DecodeError(entry[1])
         return entry[0]
+
+
+def once_per_entry(family: Memo, key: Hashable, compute: Callable[[], Any]) -> Any:
+    """``compute()`` once per entry, as ``family.get`` (same failures), remembered by the
+    entry's active budget (``Budget.memo``, a :class:`Memo` per family there) for as long
+    as the entry is scored: a long step text is decoded (and its work charged) once, for
+    the check, and the failure record's display reuses it. Without an active budget it is
+    computed each time."""
+    active = budget.current()
+    while isinstance(active, _Recorder):  # (inside a memo's computation: the entry's own budget)
+        active = active.outer
+    if active is None:
+        return compute()
+    memo = active.memo.get(family)
+    if memo is None:
+        memo = active.memo[family] = Memo(size=None, replay=False)
+    return memo.get(key, compute)
 
 
 def pair(items: Callable[[Any], Items]) -> Decoder:
@@ -165,8 +185,10 @@ def pair(items: Callable[[Any], Items]) -> Decoder:
     memo = Memo()
 
     def parsed(step: Any) -> Items:
-        if type(step) is str and len(step) <= CACHED_STEP_LENGTH:
-            return memo.get(step, lambda: items(step))
+        if type(step) is str:
+            if len(step) <= CACHED_STEP_LENGTH:
+                return memo.get(step, lambda: items(step))
+            return once_per_entry(memo, step, lambda: items(step))
         return items(step)
 
     def decode(step: Any) -> list[Call]:

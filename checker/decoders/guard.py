@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 
 from bfcl_safe.checker.decoders.base import DecodeError
-from bfcl_safe.interp import limits
+from bfcl_safe.interp import budget, limits
+from bfcl_safe.interp.budget import LIBCST_CHARS
 from bfcl_safe.interp.lexical import bracket_depth
 
 #: String literals (with their prefix) and comments, found the way ``bracket_depth``
@@ -85,8 +86,10 @@ def libcst_depth(text: str, level: int = 0) -> int:
 def check_libcst_input(text: str) -> None:
     """Refuse, before libcst sees it, a text that would cost libcst long or recurse
     deeply: longer than ``MAX_LIBCST_SOURCE_LENGTH`` or deeper (:func:`libcst_depth`)
-    than ``MAX_NESTING_DEPTH``."""
+    than ``MAX_NESTING_DEPTH``; then charge its characters to the entry's ``libcst_chars``
+    budget (BudgetExceeded past it: the entry fails with the resource-limit type)."""
     if len(text) > limits.MAX_LIBCST_SOURCE_LENGTH:
         raise DecodeError("step text outside the simple subset and too long for libcst")
     if libcst_depth(text) > limits.MAX_NESTING_DEPTH:
         raise DecodeError("step text nested too deeply")
+    budget.charge(LIBCST_CHARS, len(text))

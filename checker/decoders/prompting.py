@@ -19,7 +19,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from bfcl_safe.checker.decoders.base import CACHED_STEP_LENGTH, DecodeError, Decoder, Memo, require_text, tag_blocks
+from bfcl_safe.checker.decoders.base import (
+    CACHED_STEP_LENGTH, DecodeError, Decoder, Memo, once_per_entry, require_text, tag_blocks,
+)
 from bfcl_safe.checker.decoders.guard import check_libcst_input
 from bfcl_safe.interp import limits
 from bfcl_safe.interp.errors import RejectedInput
@@ -150,8 +152,11 @@ _MEMO = Memo()
 def display_prompting(step: Any) -> list[str]:
     # A model's steps repeat (the same answer across categories and entries that share
     # a question; ground truth replayed): short step texts are decoded once.
-    if type(step) is str and len(step) <= CACHED_STEP_LENGTH:
-        return list(_MEMO.get(step, lambda: tuple(_prompting_texts(step))))
+    if type(step) is str:
+        if len(step) <= CACHED_STEP_LENGTH:
+            return list(_MEMO.get(step, lambda: tuple(_prompting_texts(step))))
+        # Longer ones once per entry (decoded for the check, shown in the failure record).
+        return list(once_per_entry(_MEMO, step, lambda: tuple(_prompting_texts(step))))
     return _prompting_texts(step)
 
 
