@@ -81,9 +81,11 @@ except ImportError as exc:  # pragma: no cover - only without the extra
 
 from pydantic import Field
 
+from bfcl_safe.checker.codec import deeper_than, loads_json
 from bfcl_safe.checker.dataset import Dataset
 from bfcl_safe.checker.play import Episode, EpisodeError
 from bfcl_safe.integrations.session import Conversation, chosen_categories, selected_entries
+from bfcl_safe.interp import limits
 
 #: The plugin id (verifiers finds tasksets, envs and harnesses by module name).
 PLUGIN_ID = "bfcl_multi_turn"
@@ -339,8 +341,11 @@ class BfclSession(vf.HarnessSession):
             raise HarnessError(f"model call failed: HTTP {response.status_code}: {response.text[:500]}")
         if len(response.content) > MAX_ANSWER_CHARS:
             raise HarnessError(f"model answer longer than {MAX_ANSWER_CHARS} bytes")
+        text = response.text
+        if deeper_than(text, limits.MAX_RESULT_LINE_DEPTH):
+            raise HarnessError(f"model answer nested deeper than {limits.MAX_RESULT_LINE_DEPTH}")
         try:
-            answer = response.json()
+            answer = loads_json(text)
         except (ValueError, RecursionError) as exc:
             raise HarnessError(f"model answer is not JSON ({type(exc).__name__})") from None
         return assistant_reply(answer)
