@@ -30,6 +30,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Union
 import attrs
 
 from bfcl_safe.backends import growth
+from bfcl_safe.backends.base import Backend
 from bfcl_safe.interp import limits
 from bfcl_safe.interp.tools import tool
 
@@ -68,7 +69,7 @@ class File:
             return False
         return self.name == other.name and self.content == other.content
 
-    __hash__ = None  # like the reference: defining __eq__ makes it unhashable
+    __hash__ = None  # type: ignore[assignment]  # like the reference: defining __eq__ makes it unhashable
 
 
 class Directory:
@@ -108,7 +109,7 @@ class Directory:
             return False
         return _same_tree(self, other)
 
-    __hash__ = None  # like the reference: defining __eq__ makes it unhashable
+    __hash__ = None  # type: ignore[assignment]  # like the reference: defining __eq__ makes it unhashable
 
 
 def _valid_name(name: Any) -> bool:
@@ -373,7 +374,7 @@ def _depth(directory: Directory) -> int:
 
 
 @attrs.define(eq=False)
-class GorillaFileSystem:
+class GorillaFileSystem(Backend):
     """State: ``long_context`` and the ``root`` tree (both compared), and the current directory."""
 
     long_context: bool
@@ -381,24 +382,10 @@ class GorillaFileSystem:
     _current_dir: Directory
 
     @classmethod
-    def from_config(
-        cls,
-        config: dict,
-        *,
-        long_context: bool = False,
-        long_context_data: Mapping[str, Any] | None = None,
-    ) -> "GorillaFileSystem":
-        """Build the file system of a scenario.
-
-        Args:
-            config: the ``GorillaFileSystem`` part of an entry's ``initial_config``;
-                ``{"root": {NAME: {"type": "directory", "contents": {...}}}}``. Not mutated.
-            long_context: add the long-context padding (longer files, many extra files).
-            long_context_data: the constants of ``backends.long_context``; needed when
-                ``long_context`` is true.
-        """
-        if long_context and long_context_data is None:
-            raise ValueError("GorillaFileSystem.from_config: long_context=True needs long_context_data")
+    def from_scenario(cls, config: Mapping[str, Any], long_context_data: Mapping[str, Any] | None) -> GorillaFileSystem:
+        """The file system of a scenario: ``config`` is
+        ``{"root": {NAME: {"type": "directory", "contents": {...}}}}``; in long-context
+        mode files are padded (longer files, many extra files)."""
         if "root" not in config:
             # Quirk: the default root is not padded even in long-context mode.
             root = Directory(DEFAULT_ROOT_NAME, None)
@@ -406,7 +393,7 @@ class GorillaFileSystem:
             top = config["root"]
             root_name = list(top.keys())[0]
             root = Directory(root_name, None)
-            if long_context:
+            if long_context_data is not None:
                 padding = _Padding(
                     tail_used=long_context_data["FILES_TAIL_USED"],
                     extension=long_context_data["FILE_CONTENT_EXTENSION"],
@@ -415,7 +402,7 @@ class GorillaFileSystem:
             else:
                 padding = None
             _load_into(root, top[root_name]["contents"], padding)
-        return cls(long_context=long_context, root=root, current_dir=root)
+        return cls(long_context=long_context_data is not None, root=root, current_dir=root)
 
     def public_state(self) -> dict[str, Any]:
         """The attributes the reference compares, in its order."""
@@ -658,7 +645,7 @@ class GorillaFileSystem:
         return {"sorted_content": "\n".join(sorted(file.content.splitlines()))}
 
     @tool
-    def grep(self, file_name: str, pattern: str) -> Dict[str, List[str]]:
+    def grep(self, file_name: str, pattern: str) -> Dict[str, Any]:
         """Lines of a file of the current directory that contain ``pattern``.
 
         Args:
@@ -683,7 +670,7 @@ class GorillaFileSystem:
         Returns:
             disk_usage (str): the size.
         """
-        size = _disk_size(self._current_dir)
+        size: float = _disk_size(self._current_dir)
         if not human_readable:
             return {"disk_usage": f"{size} bytes"}
         for unit in SIZE_UNITS:
@@ -858,7 +845,7 @@ def _place_copy(target: Directory, name: Any, item: Union[File, Directory], shar
         target._add_file(name, item.content)
     else:
         target._add_directory(name)
-        target.contents[name].contents = item.contents if share else item.contents.copy()
+        target.contents[name].contents = item.contents if share else item.contents.copy()  # type: ignore[union-attr]
 
 
 def _expanded_totals(node: Union[File, Directory], memo: dict[int, tuple[int, int]]) -> tuple[int, int]:

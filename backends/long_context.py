@@ -9,8 +9,6 @@ this 190 kB file); model text never goes through this module.
 
 from __future__ import annotations
 
-from bfcl_safe.interp.errors import BfclSafeError
-
 import ast
 import json
 import re
@@ -18,6 +16,8 @@ from itertools import accumulate
 from keyword import iskeyword
 from pathlib import Path
 from typing import Any, Mapping
+
+from bfcl_safe.interp.errors import BfclSafeError
 
 #: Where the file sits inside an unpacked ``bfcl_eval`` package.
 RELATIVE_PATH = "eval_checker/multi_turn_eval/func_source_code/long_context.py"
@@ -39,7 +39,8 @@ def _literal(node: ast.AST, where: str) -> Any:
     if isinstance(node, ast.Dict):
         if any(key is None for key in node.keys):
             raise LongContextDataError(f"{where}: '**' in a dict literal is not data")
-        return {_literal(k, where): _literal(v, where) for k, v in zip(node.keys, node.values)}
+        return {_literal(k, where): _literal(v, where)  # type: ignore[arg-type]  # (no None key: checked above)
+                for k, v in zip(node.keys, node.values)}
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         value = _literal(node.operand, where)
         if isinstance(value, (int, float, complex)) and not isinstance(value, bool):

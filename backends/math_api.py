@@ -34,6 +34,7 @@ from typing import Any, Mapping
 import attrs
 
 from bfcl_safe.backends import growth
+from bfcl_safe.backends.base import Backend
 from bfcl_safe.interp import limits
 from bfcl_safe.interp.tools import tool
 
@@ -123,20 +124,12 @@ def _check_power(base: Any, exponent: Any) -> None:
 
 
 @attrs.define
-class MathAPI:
+class MathAPI(Backend):
     """Stateless: the reference never loads a scenario into it and compares no state."""
 
     @classmethod
-    def from_config(
-        cls,
-        config: dict,
-        *,
-        long_context: bool = False,
-        long_context_data: Mapping[str, Any] | None = None,
-    ) -> "MathAPI":
-        """Build the API; ``config`` is ignored (the reference never loads one)."""
-        if long_context and long_context_data is None:
-            raise ValueError("MathAPI.from_config: long_context=True needs long_context_data")
+    def from_scenario(cls, config: Mapping[str, Any], long_context_data: Mapping[str, Any] | None) -> MathAPI:
+        """The API; ``config`` is ignored (the reference never loads one)."""
         return cls()
 
     def public_state(self) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Mapping, Optional, Union
 import attrs
 
 from bfcl_safe.backends import growth
+from bfcl_safe.backends.base import Backend
 from bfcl_safe.backends.config_data import copy_data
 from bfcl_safe.backends.seeded import LazyRandom
 from bfcl_safe.interp.tools import tool
@@ -41,7 +42,7 @@ def _first_entry(message: dict) -> tuple[Any, Any]:
 
 
 @attrs.define(eq=False)
-class MessageAPI:
+class MessageAPI(Backend):
     """Workspace messaging: look up users, log in, send, delete and search messages."""
 
     generated_ids: set
@@ -53,24 +54,9 @@ class MessageAPI:
     _random: random.Random | LazyRandom
 
     @classmethod
-    def from_config(
-        cls,
-        config: Mapping[str, Any],
-        *,
-        long_context: bool = False,
-        long_context_data: Mapping[str, Any] | None = None,
-    ) -> "MessageAPI":
-        """Build the state the reference's ``_load_scenario`` builds; ``config`` is not mutated.
-
-        Args:
-            config: the ``MessageAPI`` part of an entry's ``initial_config``.
-            long_context: the long-context flag (adds no data to this API).
-            long_context_data: the long-context constants; required when ``long_context``.
-        Returns:
-            A new instance.
-        """
-        if long_context and long_context_data is None:
-            raise ValueError("MessageAPI.from_config: long_context=True needs long_context_data")
+    def from_scenario(cls, config: Mapping[str, Any], long_context_data: Mapping[str, Any] | None) -> MessageAPI:
+        """The state the reference's ``_load_scenario`` builds
+        (long-context mode adds no data to this API)."""
         # Order of the reads follows the reference, so a bad config fails the same way.
         rng = LazyRandom(config.get("random_seed", DEFAULT_RANDOM_SEED))
         return cls(
@@ -166,7 +152,7 @@ class MessageAPI:
         return {"login_status": bool(self.current_user)}
 
     @tool
-    def send_message(self, receiver_id: str, message: str) -> Dict[str, Union[str, bool]]:
+    def send_message(self, receiver_id: str, message: str) -> Dict[str, Any]:
         """Send a message to a user (needs a login).
 
         Args:
@@ -192,7 +178,7 @@ class MessageAPI:
         }
 
     @tool
-    def delete_message(self, receiver_id: str) -> Dict[str, Union[bool, str]]:
+    def delete_message(self, receiver_id: str) -> Dict[str, Any]:
         """Delete the latest message to a receiver (needs a login).
 
         Args:
@@ -217,7 +203,7 @@ class MessageAPI:
         return {"error": f"Receiver ID {receiver_id} not found."}
 
     @tool
-    def view_messages_sent(self) -> Dict[str, Union[Dict[str, List[str]], str]]:
+    def view_messages_sent(self) -> Dict[str, Any]:
         """All messages, grouped by receiver (needs a login).
 
         Quirk: the inbox does not record senders, so every message is listed.
@@ -263,7 +249,7 @@ class MessageAPI:
         }
 
     @tool
-    def search_messages(self, keyword: str) -> Dict[str, Union[List[Dict[str, Union[str, List[str]]]], str]]:
+    def search_messages(self, keyword: str) -> Dict[str, Any]:
         """Messages whose content contains a keyword, ignoring case (needs a login).
 
         Args:
@@ -283,7 +269,7 @@ class MessageAPI:
         return {"results": results}
 
     @tool
-    def get_message_stats(self) -> Dict[str, Union[Dict[str, int], str]]:
+    def get_message_stats(self) -> Dict[str, Any]:
         """Counts over the inbox (needs a login).
 
         Returns:

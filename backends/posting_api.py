@@ -11,8 +11,9 @@ from typing import Any, Dict, List, Mapping, Union
 
 import attrs
 
-from bfcl_safe.backends.config_data import copy_data
 from bfcl_safe.backends import growth
+from bfcl_safe.backends.base import Backend
+from bfcl_safe.backends.config_data import copy_data
 from bfcl_safe.interp.tools import tool
 
 
@@ -25,7 +26,7 @@ def _tweet_not_found(tweet_id: Any) -> dict[str, str]:
 
 
 @attrs.define(eq=False)
-class TwitterAPI:
+class TwitterAPI(Backend):
     """A single Twitter account and the tweets, comments and retweets it can see."""
 
     username: str
@@ -39,24 +40,9 @@ class TwitterAPI:
     tweet_counter: int
 
     @classmethod
-    def from_config(
-        cls,
-        config: Mapping[str, Any],
-        *,
-        long_context: bool = False,
-        long_context_data: Mapping[str, Any] | None = None,
-    ) -> "TwitterAPI":
-        """Build the state the reference's ``_load_scenario`` builds; ``config`` is not mutated.
-
-        Args:
-            config: the ``TwitterAPI`` part of an entry's ``initial_config``.
-            long_context: the long-context flag (adds no data to this API).
-            long_context_data: the long-context constants; required when ``long_context``.
-        Returns:
-            A new instance.
-        """
-        if long_context and long_context_data is None:
-            raise ValueError("TwitterAPI.from_config: long_context=True needs long_context_data")
+    def from_scenario(cls, config: Mapping[str, Any], long_context_data: Mapping[str, Any] | None) -> TwitterAPI:
+        """The state the reference's ``_load_scenario`` builds
+        (long-context mode adds no data to this API)."""
         tweets = config["tweets"] if "tweets" in config else {}
         return cls(
             username=copy_data(config["username"]) if "username" in config else "john",
@@ -117,7 +103,7 @@ class TwitterAPI:
         content: str,
         tags: List[str] = [],  # noqa: B006 - Quirk kept on purpose, see below
         mentions: List[str] = [],  # noqa: B006
-    ) -> Dict[str, Union[int, str, List[str]]]:
+    ) -> Dict[str, Any]:
         """Post a tweet (needs a login).
 
         Quirk: like the reference, the defaults of ``tags`` and ``mentions`` are single
@@ -216,7 +202,7 @@ class TwitterAPI:
         return {"mention_status": "Users mentioned successfully"}
 
     @tool
-    def follow_user(self, username_to_follow: str) -> Dict[str, bool]:
+    def follow_user(self, username_to_follow: str) -> Dict[str, Any]:
         """Follow a user (needs a login).
 
         Args:
@@ -234,7 +220,7 @@ class TwitterAPI:
         return {"follow_status": True}
 
     @tool
-    def list_all_following(self) -> Dict[str, List[str]]:
+    def list_all_following(self) -> Dict[str, Any]:
         """The users this account follows (needs a login).
 
         Returns:
@@ -245,7 +231,7 @@ class TwitterAPI:
         return {"following_list": self.following_list}
 
     @tool
-    def unfollow_user(self, username_to_unfollow: str) -> Dict[str, bool]:
+    def unfollow_user(self, username_to_unfollow: str) -> Dict[str, Any]:
         """Stop following a user (needs a login).
 
         Args:
@@ -262,7 +248,7 @@ class TwitterAPI:
         return {"unfollow_status": True}
 
     @tool
-    def get_tweet(self, tweet_id: int) -> Dict[str, Union[int, str, List[str]]]:
+    def get_tweet(self, tweet_id: int) -> Dict[str, Any]:
         """One tweet by id. Quirk: no login is needed.
 
         Args:
@@ -306,7 +292,7 @@ class TwitterAPI:
         ]
 
     @tool
-    def get_tweet_comments(self, tweet_id: int) -> List[Dict[str, str]]:
+    def get_tweet_comments(self, tweet_id: int) -> Any:
         """The comments of a tweet.
 
         Args:

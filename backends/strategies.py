@@ -49,7 +49,11 @@ from bfcl_safe.backends.ticket_api import EDITABLE_FIELDS, HIGHEST_PRIORITY, LOW
 from bfcl_safe.backends.trading_bot import TradingBot
 from bfcl_safe.backends.travel_booking import AIRPORTS, BASE_FARES, CITY_AIRPORTS, CLASS_FACTORS, USD_RATES, TravelAPI
 from bfcl_safe.backends.vehicle_control import (
-    DOOR_NAMES, HEADLIGHT_MODES, PARKING_BRAKE_MODES, ZIPCODES, VehicleControlAPI,
+    DOOR_NAMES,
+    HEADLIGHT_MODES,
+    PARKING_BRAKE_MODES,
+    ZIPCODES,
+    VehicleControlAPI,
 )
 from bfcl_safe.interp import CallSpec, MethodTable, run_call, tool_names
 
@@ -76,7 +80,7 @@ numbers = st.integers(-10**6, 10**6) | small_floats
 positive = st.floats(min_value=0.01, max_value=1e5, allow_nan=False, allow_infinity=False)
 
 
-def kwargs(**fields: st.SearchStrategy) -> Kwargs:
+def kwargs(**fields: st.SearchStrategy[Any] | _Optional) -> Kwargs:
     """A strategy for a keyword-argument dict (optional fields: pass ``optional(...)``)."""
     required = {k: v for k, v in fields.items() if not isinstance(v, _Optional)}
     optional = {k: v.strategy for k, v in fields.items() if isinstance(v, _Optional)}
@@ -168,7 +172,8 @@ def _math(_: MathAPI) -> dict[str, Kwargs]:
         "divide": kwargs(a=numbers, b=numbers.filter(lambda b: b != 0)),
         "percentage": kwargs(part=numbers, whole=numbers.filter(lambda w: w != 0)),
         # No zero or tiny base: 0 ** -1 and 1e-300 ** -8 fail (as in the reference).
-        "power": kwargs(base=st.integers(-50, -1) | st.integers(1, 50) | st.floats(0.5, 50), exponent=st.integers(-8, 8)),
+        "power": kwargs(base=st.integers(-50, -1) | st.integers(1, 50) | st.floats(0.5, 50),
+                        exponent=st.integers(-8, 8)),
         "round_number": kwargs(number=numbers, decimal_places=optional(st.integers(0, 6))),
         "square_root": kwargs(number=positive, precision=st.integers(1, 30)),
         "logarithm": kwargs(value=positive, base=st.sampled_from((2, 10, 3.5, 0.5)), precision=st.integers(1, 30)),
@@ -258,7 +263,8 @@ def _trading(bot: TradingBot) -> dict[str, Kwargs]:
         "get_symbol_by_name": kwargs(name=st.sampled_from(sorted(_SYMBOLS_BY_NAME)) | words),
         "get_stock_info": kwargs(symbol=symbols),
         "get_available_stocks": kwargs(sector=st.sampled_from(sorted(_SECTORS))),
-        "filter_stocks_by_price": kwargs(stocks=symbol_lists, min_price=st.floats(0, 500), max_price=st.floats(500, 3000)),
+        "filter_stocks_by_price": kwargs(stocks=symbol_lists, min_price=st.floats(0, 500),
+                                         max_price=st.floats(500, 3000)),
         "add_to_watchlist": kwargs(stock=symbols),
         "remove_stock_from_watchlist": kwargs(symbol=_existing_or(bot.watch_list, symbols)),
         "get_watchlist": kwargs(),
@@ -336,7 +342,8 @@ def _vehicle(_: VehicleControlAPI) -> dict[str, Kwargs]:
         "fillFuelTank": kwargs(fuelAmount=st.floats(0, 50)),
         "lockDoors": kwargs(unlock=st.booleans(), door=st.lists(st.sampled_from(DOOR_NAMES), min_size=1, max_size=4,
                                                                unique=True)),
-        "adjustClimateControl": kwargs(temperature=st.floats(-10, 40), unit=optional(st.sampled_from(("celsius", "fahrenheit"))),
+        "adjustClimateControl": kwargs(temperature=st.floats(-10, 40),
+                                       unit=optional(st.sampled_from(("celsius", "fahrenheit"))),
                                        fanSpeed=optional(st.integers(0, 100)),
                                        mode=optional(st.sampled_from(("auto", "cool", "heat", "defrost")))),
         "get_outside_temperature_from_google": kwargs(),

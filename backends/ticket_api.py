@@ -26,6 +26,7 @@ from typing import Any, Mapping
 import attrs
 
 from bfcl_safe.backends import growth
+from bfcl_safe.backends.base import Backend
 from bfcl_safe.interp.tools import tool
 
 #: Fields ``edit_ticket`` may change. A frozenset: the difference with a set
@@ -51,26 +52,16 @@ def _copy_queue(queue: Any) -> Any:
 
 
 @attrs.define(eq=False)
-class TicketAPI:
+class TicketAPI(Backend):
     ticket_queue: list[dict[str, Any]]
     ticket_counter: Any
     current_user: Any
 
     @classmethod
-    def from_config(
-        cls,
-        config: dict,
-        *,
-        long_context: bool = False,
-        long_context_data: Mapping[str, Any] | None = None,
-    ) -> "TicketAPI":
-        """Load a scenario; the reference adds nothing in long-context mode.
-
-        Each ticket dict is copied (the tools change tickets' top-level keys
-        only), so ``config`` is never mutated.
-        """
-        if long_context and long_context_data is None:
-            raise ValueError("TicketAPI.from_config: long_context=True needs long_context_data")
+    def from_scenario(cls, config: Mapping[str, Any], long_context_data: Mapping[str, Any] | None) -> TicketAPI:
+        """A scenario's queue; the reference adds nothing in
+        long-context mode. Each ticket dict is copied (the tools change tickets'
+        top-level keys only)."""
         queue = _copy_queue(config["ticket_queue"]) if "ticket_queue" in config else []
         return cls(
             ticket_queue=queue,

@@ -20,9 +20,10 @@ from typing import Any, Dict, List, Mapping, Optional, Union
 
 import attrs
 
+from bfcl_safe.backends import growth
+from bfcl_safe.backends.base import Backend
 from bfcl_safe.backends.seeded import LazyRandom
 from bfcl_safe.interp.results import frozen_json
-from bfcl_safe.backends import growth
 from bfcl_safe.interp.tools import tool
 
 #: The simulated "now" of every scenario.
@@ -148,7 +149,7 @@ def _copy_shallow(value: Any) -> Any:
 
 
 @attrs.define(eq=False)
-class TradingBot:
+class TradingBot(Backend):
     """A trading account: orders, watch list, balance and market data."""
 
     orders: dict
@@ -165,31 +166,13 @@ class TradingBot:
     _random: LazyRandom = attrs.field(factory=lambda: LazyRandom(DEFAULT_RANDOM_SEED))
 
     @classmethod
-    def from_config(
-        cls,
-        config: dict,
-        *,
-        long_context: bool = False,
-        long_context_data: Mapping[str, Any] | None = None,
-    ) -> "TradingBot":
-        """Build the state the reference's ``_load_scenario`` gives for ``config`` (not mutated).
-
-        Args:
-            config: the entry's ``initial_config["TradingBot"]`` (missing keys take defaults).
-            long_context: inject the long-context extension data into some results.
-            long_context_data: the constants from ``backends.long_context.load_long_context``;
-                required when ``long_context`` is true.
-        Returns:
-            A fresh instance.
-        """
-        extensions = None
-        if long_context:
-            if long_context_data is None:
-                raise ValueError("TradingBot.from_config: long_context=True needs long_context_data")
+    def from_scenario(cls, config: Mapping[str, Any], long_context_data: Mapping[str, Any] | None) -> "TradingBot":
+        """The state the reference's ``_load_scenario`` gives (missing
+        keys take defaults); in long-context mode some results get the extension data."""
+        if long_context_data is not None:
             missing = [key for key in LONG_CONTEXT_KEYS if key not in long_context_data]
             if missing:
                 raise ValueError(f"TradingBot.from_config: long_context_data lacks {', '.join(missing)}")
-            extensions = long_context_data
         orders = _copy_orders(config["orders"]) if "orders" in config else _copy_orders(_DEFAULT_ORDERS)
         seed = config.get("random_seed", DEFAULT_RANDOM_SEED)
         account_info = (
@@ -208,8 +191,8 @@ class TradingBot:
             transaction_history=(
                 _copy_shallow(config["transaction_history"]) if "transaction_history" in config else []
             ),
-            long_context=long_context,
-            extensions=extensions,
+            long_context=long_context_data is not None,
+            extensions=long_context_data,
             random=LazyRandom(seed),
         )
 
@@ -230,7 +213,7 @@ class TradingBot:
     # -- helpers ---------------------------------------------------------------------
 
     def _extension(self, key: str) -> Any:
-        return self._extensions[key]
+        return self._extensions[key]  # type: ignore[index]  # (called in long-context mode: set)
 
     def _transaction_timestamp(self) -> str:
         """A seeded random moment within a day after CURRENT_TIME.
@@ -400,7 +383,7 @@ class TradingBot:
         return {"status": "Withdrawal successful", "new_balance": self.account_info["balance"]}
 
     @tool
-    def get_account_info(self) -> Dict[str, Union[int, float]]:
+    def get_account_info(self) -> Dict[str, Any]:
         """Account id, balance and bound card.
 
         Returns:
@@ -484,7 +467,7 @@ class TradingBot:
         return {"status": f"Stock {symbol} removed from watchlist successfully."}
 
     @tool
-    def get_watchlist(self) -> Dict[str, List[str]]:
+    def get_watchlist(self) -> Any:
         """The watch list.
 
         Returns:
@@ -501,7 +484,7 @@ class TradingBot:
         return {"watchlist": self.watch_list}
 
     @tool
-    def get_order_history(self) -> Dict[str, List[Dict[str, Union[str, int, float]]]]:
+    def get_order_history(self) -> Any:
         """Ids of all orders.
 
         Returns:
@@ -515,7 +498,7 @@ class TradingBot:
     @tool
     def get_transaction_history(
         self, start_date: Optional[str] = None, end_date: Optional[str] = None
-    ) -> Dict[str, List[Dict[str, Union[str, float]]]]:
+    ) -> Any:
         """Deposits and withdrawals between two dates (inclusive, midnight bounds).
 
         Args:

@@ -15,8 +15,9 @@ from typing import Any, Mapping, Optional
 
 import attrs
 
-from bfcl_safe.backends.seeded import LazyRandom
 from bfcl_safe.backends import growth
+from bfcl_safe.backends.base import Backend
+from bfcl_safe.backends.seeded import LazyRandom
 from bfcl_safe.interp.tools import tool
 
 #: Seed of the id generator when the scenario gives none.
@@ -204,7 +205,7 @@ def _date_multiplier(travel_date: Any) -> int:
 
 
 @attrs.define(eq=False)
-class TravelAPI:
+class TravelAPI(Backend):
     """Travel booking backend. Public attributes are the state the checker compares."""
 
     credit_card_list: Any = attrs.field(factory=dict)
@@ -220,33 +221,24 @@ class TravelAPI:
     _random: random.Random | LazyRandom = attrs.field(factory=lambda: random.Random(DEFAULT_RANDOM_SEED))
 
     @classmethod
-    def from_config(
-        cls,
-        config: dict,
-        *,
-        long_context: bool = False,
-        long_context_data: Mapping[str, Any] | None = None,
-    ) -> "TravelAPI":
-        """Build the backend from a scenario's ``initial_config["TravelAPI"]`` (never mutated).
+    def from_scenario(cls, config: Mapping[str, Any], long_context_data: Mapping[str, Any] | None) -> TravelAPI:
+        """The backend of a scenario's ``initial_config["TravelAPI"]``.
 
         In long-context mode the cards and bookings of ``long_context_data`` are added
         unless the scenario has the same ids. quirk: like the reference, which inserts
         its module-level dicts, the very same card and booking dicts are inserted, not
         copies: a balance change on an extension card is seen by every instance built
-        from the same ``long_context_data``.
-        """
-        if long_context and long_context_data is None:
-            raise ValueError("TravelAPI.from_config: long_context=True needs long_context_data")
+        from the same ``long_context_data``."""
         cards = _own_records(config["credit_card_list"]) if "credit_card_list" in config else {}
         bookings = _own_records(config["booking_record"]) if "booking_record" in config else {}
         instance = cls(
             credit_card_list=cards,
             booking_record=bookings,
             **dict(zip(_SCALAR_KEYS, _own_scalars(config))),
-            long_context=long_context,
+            long_context=long_context_data is not None,
             random=LazyRandom(config.get("random_seed", DEFAULT_RANDOM_SEED)),
         )
-        if long_context:
+        if long_context_data is not None:
             cards = instance.credit_card_list
             for card_id, card in long_context_data["CREDIT_CARD_EXTENSION"].items():
                 if card_id not in cards:
@@ -658,7 +650,8 @@ class TravelAPI:
         if age < 18:
             return {"verification_status": False, "verification_failure": "Traveler must be at least 18 years old."}
         if not passport_number.startswith("US"):
-            return {"verification_status": False, "verification_failure": "Passport must be issued by the United States."}
+            return {"verification_status": False,
+                    "verification_failure": "Passport must be issued by the United States."}
         return {"verification_status": True}
 
     @tool

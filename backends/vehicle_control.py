@@ -16,8 +16,9 @@ from typing import Any, Mapping
 
 import attrs
 
-from bfcl_safe.backends.seeded import LazyRandom
 from bfcl_safe.backends import growth
+from bfcl_safe.backends.base import Backend
+from bfcl_safe.backends.seeded import LazyRandom
 from bfcl_safe.interp.tools import tool
 
 # The constant types matter: they show up in TypeError texts and in result types.
@@ -157,7 +158,7 @@ class LongContextExtras:
 
 
 @attrs.define(eq=False, kw_only=True)
-class VehicleControlAPI:
+class VehicleControlAPI(Backend):
     """The car's state; the public attributes are exactly those the reference compares."""
 
     fuelLevel: Any
@@ -188,15 +189,9 @@ class VehicleControlAPI:
     _extras: LongContextExtras | None = attrs.field(alias="extras", default=None, repr=False)
 
     @classmethod
-    def from_config(
-        cls,
-        config: dict,
-        *,
-        long_context: bool = False,
-        long_context_data: Mapping[str, Any] | None = None,
-    ) -> VehicleControlAPI:
-        """Build the car from a scenario's ``initial_config`` entry (not modified)."""
-        extras = LongContextExtras.from_data(long_context_data) if long_context else None
+    def from_scenario(cls, config: Mapping[str, Any], long_context_data: Mapping[str, Any] | None) -> VehicleControlAPI:
+        """The car of a scenario's ``initial_config`` entry."""
+        extras = LongContextExtras.from_data(long_context_data) if long_context_data is not None else None
         # Fast path (every dataset config): one merge in C gives each setting's value
         # (``config.get(key, default)`` for a dict config), and ``_own`` is skipped when
         # all of them are scalars, which it would return as they are. Otherwise (a
@@ -235,7 +230,7 @@ class VehicleControlAPI:
             frontRightTirePressure=values["frontRightTirePressure"],
             rearLeftTirePressure=values["rearLeftTirePressure"],
             rearRightTirePressure=values["rearRightTirePressure"],
-            long_context=long_context,
+            long_context=long_context_data is not None,
             extras=extras,
         )
 
@@ -367,7 +362,7 @@ class VehicleControlAPI:
         if self.long_context:
             # The reference writes the value into its module-level weather dict and returns
             # that dict; a copy gives the same keys in the same order without shared state.
-            report = dict(self._extras.weather_history)
+            report = dict(self._extras.weather_history)  # type: ignore[union-attr]
             report["outsideTemperature"] = temperature
             return report
         return {"outsideTemperature": temperature}
@@ -408,7 +403,7 @@ class VehicleControlAPI:
         """
         status: dict[str, Any] = {}
         if self.long_context:
-            status["metadata"] = self._extras.car_metadata
+            status["metadata"] = self._extras.car_metadata  # type: ignore[union-attr]
         if option == "fuel":
             status["fuelLevel"] = self.fuelLevel
         elif option == "battery":
@@ -456,7 +451,7 @@ class VehicleControlAPI:
         self._slopeAngle = 10.0  # Quirk: releasing also sets the slope to 10 degrees.
         result: dict[str, Any] = {}
         if self.long_context:
-            result["parkingBrakeInstruction"] = self._extras.parking_brake_instruction
+            result["parkingBrakeInstruction"] = self._extras.parking_brake_instruction  # type: ignore[union-attr]
         result["parkingBrakeStatus"] = status
         result["_parkingBrakeForce"] = force
         result["_slopeAngle"] = 10.0
@@ -597,7 +592,7 @@ class VehicleControlAPI:
             {"distance": km} if km is not None else {"error": "distance not found in database."}
         )
         if self.long_context:
-            result["intermediaryCities"] = self._extras.intermediary_cities
+            result["intermediaryCities"] = self._extras.intermediary_cities  # type: ignore[union-attr]
         return result
 
     @tool
@@ -646,7 +641,7 @@ class VehicleControlAPI:
             "rearLeftTirePressure": self.rearLeftTirePressure,
             "rearRightTirePressure": self.rearRightTirePressure,
             "healthy_tire_pressure": 30 <= average <= 35,
-            "car_info": self._extras.car_metadata if self.long_context else {},
+            "car_info": self._extras.car_metadata if self.long_context else {},  # type: ignore[union-attr]
         }
 
     @tool

@@ -25,7 +25,8 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.corpora import replicate  # noqa: E402
 from bfcl_safe.cli import GC_THRESHOLDS  # noqa: E402
 from bfcl_safe.checker.dataset import Dataset  # noqa: E402
-from bfcl_safe.checker.runner import Options, score_tree  # noqa: E402
+from bfcl_safe.checker.runner import score_tree
+from bfcl_safe.checker.scoring import Options  # noqa: E402
 from tests.refenv import REAL_RESULTS, wheel  # noqa: E402
 
 

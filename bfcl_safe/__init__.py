@@ -11,7 +11,14 @@ Names are imported on first use, so ``import bfcl_safe`` stays cheap for the com
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # what type checkers see (py.typed); at run time, __getattr__ below
+    from bfcl_safe.checker.dataset import Dataset
+    from bfcl_safe.checker.play import Episode
+    from bfcl_safe.checker.runner import score_tree
+    from bfcl_safe.checker.scoring import Options
+    from bfcl_safe.interp.errors import RejectedInput
 
 __all__ = ["Dataset", "Episode", "RejectedInput", "score_tree", "Options"]
 
@@ -29,8 +36,12 @@ def __getattr__(name: str) -> Any:
         from bfcl_safe.interp.errors import RejectedInput
 
         return RejectedInput
-    if name in ("score_tree", "Options"):
-        from bfcl_safe.checker import runner
+    if name == "score_tree":
+        from bfcl_safe.checker.runner import score_tree
 
-        return getattr(runner, name)
+        return score_tree
+    if name == "Options":
+        from bfcl_safe.checker.scoring import Options
+
+        return Options
     raise AttributeError(f"module 'bfcl_safe' has no attribute {name!r}")

@@ -14,7 +14,8 @@ The boundary catches every error of every command, once:
 - an error bfcl-safe raises on purpose (:class:`~bfcl_safe.interp.errors.BfclSafeError`)
   becomes ``Error: <one line>`` and exit status 1 (:class:`~bfcl_safe.checker.cli.CommandError`);
 - anything else is a bug: ``Internal error: <exception type> ...`` on one line, asking
-  for a report, exit status 70 (:class:`InternalError`; never a traceback);
+  for a report, exit status 70 (:class:`~bfcl_safe.checker.cli.InternalError`; never a
+  traceback);
 - Ctrl-C says which score files were written and which were not (exit status 130).
 
 Exit statuses: 0 scoring completed (whatever the accuracy); 1 could not score (bad
@@ -29,7 +30,7 @@ import functools
 import gc
 import os
 import sys
-from typing import IO, TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import click
 
@@ -40,27 +41,6 @@ GC_THRESHOLDS = (200_000, 20, 100)
 
 if TYPE_CHECKING:
     from bfcl_safe.checker.parallel import Pool
-
-
-class InternalError(click.ClickException):
-    """An exception bfcl-safe did not mean to raise: one line naming its type."""
-
-    def __init__(self, error: BaseException):
-        from bfcl_safe.checker.cli import EXIT_INTERNAL
-        from bfcl_safe.checker.terminal import shown
-
-        self.exit_code = EXIT_INTERNAL
-        self.error = error
-        detail = shown(str(error))
-        if len(detail) > 200:
-            detail = detail[:200] + "..."
-        super().__init__(
-            f"{type(error).__name__}{': ' + detail if detail else ''} (a bug in bfcl-safe; please report it "
-            "on the repository's issue tracker with the command you ran)"
-        )
-
-    def show(self, file: IO[Any] | None = None) -> None:
-        click.echo(f"Internal error: {self.format_message()}", err=True)
 
 
 def _checker_command(name: str) -> click.Command:
@@ -119,7 +99,7 @@ class BoundaryGroup(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         from bfcl_safe.checker import cli as commands
-        from bfcl_safe.checker.cli import CommandError, Interrupted, escape_click_message
+        from bfcl_safe.checker.cli import CommandError, InternalError, Interrupted, escape_click_message
         from bfcl_safe.interp.errors import BfclSafeError
 
         try:

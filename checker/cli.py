@@ -22,7 +22,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any, Iterable, NamedTuple, Sequence
+from typing import IO, Any, Iterable, NamedTuple, Sequence
 
 import click
 
@@ -35,7 +35,6 @@ from bfcl_safe.checker.terminal import ProgressLine, json_shown, shown, shown_li
 from bfcl_safe.interp.errors import BfclSafeError
 
 EXIT_ERROR = 1
-EXIT_USAGE = 2
 EXIT_NOT_ALL_SCORED = 3
 EXIT_INTERNAL = 70
 EXIT_INTERRUPTED = 130
@@ -63,9 +62,27 @@ class CommandError(click.ClickException):
 
     exit_code = EXIT_ERROR
 
-    def __init__(self, message: str, exit_code: int = EXIT_ERROR):
+    def __init__(self, message: str):
         super().__init__(shown(message))
-        self.exit_code = exit_code
+
+
+class InternalError(click.ClickException):
+    """An exception bfcl-safe did not mean to raise: one line naming its type."""
+
+    exit_code = EXIT_INTERNAL
+
+    def __init__(self, error: BaseException):
+        self.error = error
+        detail = shown(str(error))
+        if len(detail) > 200:
+            detail = detail[:200] + "..."
+        super().__init__(
+            f"{type(error).__name__}{': ' + detail if detail else ''} (a bug in bfcl-safe; please report it "
+            "on the repository's issue tracker with the command you ran)"
+        )
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        click.echo(f"Internal error: {self.format_message()}", err=True)
 
 
 class Interrupted(click.ClickException):
@@ -73,7 +90,7 @@ class Interrupted(click.ClickException):
 
     exit_code = EXIT_INTERRUPTED
 
-    def show(self, file: Any = None) -> None:
+    def show(self, file: IO[Any] | None = None) -> None:
         click.echo(f"Interrupted: {self.format_message()}", err=True)
 
 
@@ -112,7 +129,8 @@ class RunState:
 
     def written(self) -> tuple[list[str], list[str]]:
         """(written, not written) as ``model/category`` texts."""
-        done, not_done = [], []
+        done: list[str] = []
+        not_done: list[str] = []
         for key in self.planned:
             stamp = _file_stamp(self.path(*key))
             fresh = stamp is not None and stamp != self.before.get(key)
@@ -144,7 +162,7 @@ def _listed(items: Sequence[str], limit: int = 8) -> str:
 
 def escape_click_message(error: click.ClickException) -> None:
     """Escape the message of click's own error (it may quote a path or a value) in place."""
-    error.message = shown(error.message)
+    error.message = shown(error.message)  # type: ignore[misc]  # (click's Final: set once, here)
 
 
 def forget_runs() -> None:
@@ -353,19 +371,19 @@ class Plan(NamedTuple):
 
 
 def _discover(plan: Plan, say: Messages) -> list[Any]:
-    """The result files to score (:func:`bfcl_safe.checker.runner.discover`, filtered by
+    """The result files to score (:func:`bfcl_safe.checker.results_io.discover`, filtered by
     the plan's models and categories; its notices printed). A tree not laid out as BFCL
     lays it out raises its ``LayoutError`` (one line saying what to pass instead)."""
-    from bfcl_safe.checker import runner
+    from bfcl_safe.checker.results_io import discover
 
-    found = runner.discover(plan.result_dir, list(plan.models) or None, list(plan.categories))
+    found = discover(plan.result_dir, list(plan.models) or None, list(plan.categories))
     for notice in found.notices:
         say.note(notice)
     files = found.files
     present = {f.model for f in files}
     absent = [model for model in plan.models if model not in present]
     if absent:
-        available = sorted({f.model for f in runner.discover(plan.result_dir, None, list(plan.categories)).files})
+        available = sorted({f.model for f in discover(plan.result_dir, None, list(plan.categories)).files})
         raise CommandError(
             f"no multi-turn result files for model(s) {', '.join(absent)} under {plan.result_dir} "
             f"(models with result files: {', '.join(available) or 'none'}; --model takes a registry name "
@@ -397,7 +415,7 @@ def _score(plan: Plan, options: Any, dataset: Dataset, *, partial_credit_column:
     started = time.perf_counter()
     show_bar = sys.stderr.isatty()
     total = sum(_count_lines(f.path) for f in files) if show_bar else 0
-    bar = ProgressLine(click.get_text_stream("stderr"), total) if show_bar else None
+    bar = ProgressLine(sys.stderr, total) if show_bar else None
     if bar is not None:
         say.bar = bar
         bar.__enter__()
@@ -512,7 +530,7 @@ def evaluate(models: tuple[str, ...], categories: tuple[str, ...], result_dir: P
              model_map: Path | None, strict_irrelevance: bool, check_order: bool, partial_credit: bool,
              ray_address: str | None = None) -> None:
     """Score result files like `bfcl evaluate` on the multi-turn categories."""
-    from bfcl_safe.checker.runner import Options
+    from bfcl_safe.checker.scoring import Options
     from bfcl_safe.checker.verdict import CheckOptions
 
     chosen, notices = select_categories(categories)
@@ -527,7 +545,7 @@ def evaluate(models: tuple[str, ...], categories: tuple[str, ...], result_dir: P
     if model_name is not None:
         if not model_name.strip():
             raise click.BadParameter("must not be empty", param_hint="'--model-name'")
-        from bfcl_safe.checker.runner import discover
+        from bfcl_safe.checker.results_io import discover
 
         files_models = {f.model for f in discover(result_dir, list(folders) or None, chosen).files}
         if len(files_models) != 1:
@@ -567,7 +585,7 @@ def demo(demo_dir: Path | None, data: str | None, entries: int, jobs: int) -> No
     entries that fail on purpose and hostile ones that must do no harm. Fetches the
     pinned dataset if needed."""
     from bfcl_safe.checker.demo import describe, write_demo_results
-    from bfcl_safe.checker.runner import Options
+    from bfcl_safe.checker.scoring import Options
 
     folder = demo_dir if demo_dir is not None else default_cache_dir() / "demo"
     dataset = open_dataset(data, fetch_if_missing=True)

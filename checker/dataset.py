@@ -19,8 +19,6 @@ cache: treat them as read-only (``prompt_entry`` returns a fresh copy).
 
 from __future__ import annotations
 
-from bfcl_safe.interp.errors import BfclSafeError
-
 import ast
 import json
 import os
@@ -32,10 +30,16 @@ from bfcl_safe.backends.long_context import RELATIVE_PATH as LONG_CONTEXT_PATH
 from bfcl_safe.backends.long_context import LongContextDataError, parse_long_context
 from bfcl_safe.checker import inputs, outputs
 from bfcl_safe.checker.codec import RawJSON, loads_json, raw_top_level_value, top_level_span
-
 from bfcl_safe.checker.contract import (  # noqa: F401  (re-exported: the dataset's view of the contract)
-    MULTI_TURN_CATEGORIES, PINNED_REQUIREMENT, PINNED_VERSION, VERSION_PREFIX, WHEEL_NAME, WHEEL_SHA256, category_of,
+    MULTI_TURN_CATEGORIES,
+    PINNED_REQUIREMENT,
+    PINNED_VERSION,
+    VERSION_PREFIX,
+    WHEEL_NAME,
+    WHEEL_SHA256,
+    category_of,
 )
+from bfcl_safe.interp.errors import BfclSafeError
 
 #: Environment variable naming the cache folder.
 CACHE_ENV = "BFCL_SAFE_CACHE"
@@ -327,7 +331,7 @@ class Dataset:
             text = data.decode("utf-8")
             if "\r" in text:
                 text = text.replace("\r\n", "\n").replace("\r", "\n")
-            for number, line in enumerate(text.split("\n"), 1):
+            for number, line in enumerate(text.split("\n"), 1):  # noqa: B007 - (named in the error below)
                 if line.strip():
                     out.append(loads_json(line))
                     if texts is not None:

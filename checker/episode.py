@@ -18,6 +18,7 @@ import contextlib
 import threading
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from bfcl_safe.backends.base import Backend
 from bfcl_safe.checker.openai_format import docs_at_turn, messages_at_turn
 from bfcl_safe.interp import MethodTable, run_step
 from bfcl_safe.interp.errors import BfclSafeError
@@ -34,7 +35,7 @@ _MPMATH_LOCK = threading.Lock()
 _NO_LOCK = contextlib.nullcontext()  # (reusable: it holds nothing)
 
 
-def _backend_classes() -> dict[str, type]:
+def _backend_classes() -> dict[str, type[Backend]]:
     from bfcl_safe.backends.gorilla_file_system import GorillaFileSystem
     from bfcl_safe.backends.math_api import MathAPI
     from bfcl_safe.backends.message_api import MessageAPI
@@ -51,10 +52,10 @@ def _backend_classes() -> dict[str, type]:
     }
 
 
-_CLASSES: dict[str, type] | None = None
+_CLASSES: dict[str, type[Backend]] | None = None
 
 
-def backend_class(class_name: str) -> type:
+def backend_class(class_name: str) -> type[Backend]:
     global _CLASSES
     if _CLASSES is None:
         _CLASSES = _backend_classes()

@@ -9,23 +9,22 @@ the per-turn results are those it computed.
 
 from __future__ import annotations
 
-from bfcl_safe.interp.errors import BfclSafeError, BudgetExceeded
-
 import json
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from bfcl_safe.checker.boundary import EntryBoundary
 from bfcl_safe.checker.contract import ENTRY_ID, MULTI_TURN_CATEGORIES
 from bfcl_safe.checker.dataset import Dataset
 from bfcl_safe.checker.decoders import DECODERS
-from bfcl_safe.checker.episode import plain, turn_messages
-from bfcl_safe.checker.openai_format import missed_docs
 from bfcl_safe.checker.decoders.models import decoder_for_model
+from bfcl_safe.checker.episode import plain, turn_messages
+from bfcl_safe.checker.errors import ErrorType
+from bfcl_safe.checker.openai_format import missed_docs
 from bfcl_safe.checker.results_io import find_result_files, read_result_lines
 from bfcl_safe.checker.terminal import shown
-from bfcl_safe.checker.boundary import EntryBoundary
-from bfcl_safe.checker.errors import ErrorType
 from bfcl_safe.checker.verdict import EntryInput, Verdict, check_entry, decode_turn
+from bfcl_safe.interp.errors import BfclSafeError, BudgetExceeded
 
 #: Differing paths listed per attribute (the rest are counted).
 MAX_DIFF_PATHS = 40

@@ -79,7 +79,12 @@ import attrs
 from bfcl_safe.checker import openai_format
 from bfcl_safe.checker.boundary import EntryBoundary
 from bfcl_safe.checker.episode import (
-    MAXIMUM_STEP_LIMIT, EpisodeError, Side, mpmath_lock, turn_messages, visible_tools,
+    MAXIMUM_STEP_LIMIT,
+    EpisodeError,
+    Side,
+    mpmath_lock,
+    turn_messages,
+    visible_tools,
 )
 from bfcl_safe.checker.errors import ErrorType
 from bfcl_safe.checker.openai_format import missed_docs

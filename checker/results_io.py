@@ -127,7 +127,7 @@ def _is_dir(entry: os.DirEntry) -> bool:
 def _result_names(folder: Path) -> list[tuple[str, str, Path]]:
     """(version, category, path) of the multi-turn result-file names directly in ``folder``
     (whatever kind of file they are: reading checks that), in name order."""
-    out = []
+    out: list[tuple[str, str, Path]] = []
     try:
         entries = _entries(folder)
     except OSError:
@@ -179,7 +179,7 @@ def _model_files(model: str, folder: Path, notices: list[str]) -> list[ResultFil
     elif group.is_symlink():
         notices.append(f"{shown_path(group)}: a symlink, not followed; its files are not scored")
     flat = _result_names(folder)
-    for version, category, path in flat:
+    for _version, _category, path in flat:
         notices.append(f"{shown_path(path)}: directly under the model folder (BFCL v3 layout); scored, "
                        f"score file written the v4 way")
     candidates += flat
@@ -234,7 +234,8 @@ def _diagnose(result_dir: Path, subdirs: list[os.DirEntry]) -> None:
             continue
         if _result_names(inner) or (inner / MULTI_TURN_GROUP).is_dir():
             continue
-        models = [c.name for c in children if _result_names(Path(c.path) / MULTI_TURN_GROUP) or _result_names(Path(c.path))]
+        models = [c.name for c in children
+                  if _result_names(Path(c.path) / MULTI_TURN_GROUP) or _result_names(Path(c.path))]
         if models:
             found = f"{entry.name}/ holding model folders ({', '.join(shown_path(m) for m in models[:3])})"
             raise LayoutError(

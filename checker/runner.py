@@ -38,13 +38,11 @@ from typing import Callable, Sequence
 from bfcl_safe.checker.dataset import Dataset
 from bfcl_safe.checker.decoders.models import decoder_for_model
 from bfcl_safe.checker.errors import ErrorType
-from bfcl_safe.checker.parallel import ForkPool, InProcessPool, Lost, Pool, cannot_fork
 from bfcl_safe.checker.inputs import UnreadableFile, shown_path
 from bfcl_safe.checker.outputs import ScoreFileWriter
+from bfcl_safe.checker.parallel import ForkPool, InProcessPool, Lost, Pool, cannot_fork
 from bfcl_safe.checker.results_io import (
-    Discovery,
     FirstOccurrence,
-    LayoutError,
     ResultFile,
     discover,
     id_order,
@@ -65,8 +63,7 @@ from bfcl_safe.checker.scoring import (
 )
 from bfcl_safe.interp.errors import BfclSafeError
 
-__all__ = ["Options", "ResultFile", "FileScore", "ScoreRun", "ScoreDirError", "LayoutError", "Discovery",
-           "discover", "score_tree"]
+__all__ = ["FileScore", "ScoreRun", "ScoreDirError", "score_tree"]
 
 #: Lines are scored in batches of at most this many (a pool's unit of work).
 BATCH_LINES = 25
@@ -135,10 +132,6 @@ class ScoreRun(list):
     @property
     def ok(self) -> bool:
         return not self.refused and not self.unwritten and self.csv_path is not None
-
-
-#: The name the command line looks up (``discover`` under the name it was first given).
-discover_result_files = discover
 
 
 def check_score_dir(result_dir: Path, score_dir: Path) -> None:

@@ -57,7 +57,6 @@ NOT_AVAILABLE = "N/A"
 #: The non-official column ``evaluate --partial-credit`` appends (see :func:`turn_accuracy`).
 TURN_ACCURACY_COLUMN = "Per-Turn Acc"
 
-SCORE_GLOB = f"{VERSION_PREFIX}_*_score.json"
 #: The reference's ``extract_test_category`` pattern, searched in the whole path text.
 _CATEGORY_PATTERN = rf".*{VERSION_PREFIX}_(\w+?)(?:_score|_result)?\.json"
 
@@ -223,7 +222,7 @@ def score_files(score_dir: str | os.PathLike,
 
 
 def fnmatch_score(name: str) -> bool:
-    """Whether a file name matches :data:`SCORE_GLOB`."""
+    """Whether a file name is a score file's (``BFCL_v4_*_score.json``)."""
     return name.startswith(f"{VERSION_PREFIX}_") and name.endswith("_score.json")
 
 

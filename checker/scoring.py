@@ -23,9 +23,9 @@ import functools
 import json
 from typing import Any, NamedTuple, Sequence
 
-from bfcl_safe.checker.dataset import Dataset
 from bfcl_safe.checker.boundary import EntryBoundary
 from bfcl_safe.checker.codec import RawJSON, dumps_line, raw_value
+from bfcl_safe.checker.dataset import Dataset
 from bfcl_safe.checker.errors import ErrorType
 from bfcl_safe.checker.results_io import LineProblem, malformed, parse_line
 from bfcl_safe.checker.verdict import CheckOptions, EntryInput, RecordParts, Verdict, check_entry

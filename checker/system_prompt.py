@@ -55,7 +55,8 @@ def _literal(node: ast.AST, known: Mapping[str, Any]) -> Any:
     if isinstance(node, ast.Constant) and isinstance(node.value, (str, int, float, bool, type(None))):
         return node.value
     if isinstance(node, ast.Dict) and None not in node.keys:
-        return {_literal(k, known): _literal(v, known) for k, v in zip(node.keys, node.values)}
+        return {_literal(k, known): _literal(v, known)  # type: ignore[arg-type]  # (no None key: checked)
+                for k, v in zip(node.keys, node.values)}
     if isinstance(node, (ast.List, ast.Tuple)):
         items = [_literal(item, known) for item in node.elts]
         return items if isinstance(node, ast.List) else tuple(items)
@@ -76,7 +77,8 @@ def parse_prompt_templates(source: str) -> dict[str, Any]:
         raise PromptTemplateError("<module>", f"does not parse ({exc})") from None
     known: dict[str, Any] = {}
     for statement in module.body:
-        if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
+        if (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+                and isinstance(statement.targets[0], ast.Name)):
             try:
                 known[statement.targets[0].id] = _literal(statement.value, known)
             except (_NotLiteral, TypeError):
@@ -115,7 +117,8 @@ def system_prompt(templates: Mapping[str, Any], docs: Sequence[Mapping[str, Any]
             available_tools=available_tools,
         )
     except (KeyError, TypeError, IndexError, ValueError, AttributeError) as exc:
-        raise PromptTemplateError("PROMPT_STYLE_TEMPLATES", f"not the expected templates ({type(exc).__name__}: {exc})") from None
+        raise PromptTemplateError("PROMPT_STYLE_TEMPLATES",
+                                  f"not the expected templates ({type(exc).__name__}: {exc})") from None
 
 
 def with_system_prompt(messages: Sequence[Mapping[str, Any]], prompt: str) -> list[dict]:

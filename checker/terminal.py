@@ -35,17 +35,13 @@ from typing import IO
 
 _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
-#: Format characters that reorder or hide text, and the Unicode line separators.
-BIDI_AND_SEPARATORS = frozenset(
-    [0x061C, 0x200E, 0x200F, 0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
-)
-
 #: Characters :func:`shown` escapes: a character class, one pass over the text. (The
 #: patterns are compiled when first needed, through ``re``'s own cache: plain ASCII
 #: text, the usual case, needs none of them.)
 UNSAFE = "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
 #: The same without the newline (:func:`shown_lines`).
-_UNSAFE_BUT_NEWLINE = "[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+_UNSAFE_BUT_NEWLINE = ("[\x00-\x09\x0b-\x1f\x7f-\x9f"
+                       "\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 #: What JSON text can still hold after ``json.dumps(..., ensure_ascii=False)``
 #: (which escapes C0 itself).
 _UNSAFE_IN_JSON = "[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
@@ -153,6 +149,5 @@ class ProgressLine:
         self._draw(force=True)
         return self
 
-    def __exit__(self, *exc: object) -> bool:
+    def __exit__(self, *exc: object) -> None:
         self.close()
-        return False

@@ -33,8 +33,8 @@ from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import attrs
 
-from bfcl_safe.checker.decoders import DECODERS, DecodeError
 from bfcl_safe.checker.contract import category_of, is_long_context
+from bfcl_safe.checker.decoders import DECODERS, DecodeError
 from bfcl_safe.checker.episode import Side
 from bfcl_safe.checker.errors import ErrorType
 from bfcl_safe.checker.inputs import shown_path
@@ -363,7 +363,7 @@ def check_turns(
 
 def _record(side: Side, step: Sequence[Any], calls: dict[str, list[str]]) -> None:
     """Method names called, per class (non-official order check; names resolved like execution)."""
-    from bfcl_safe.interp import CallSpec, parse_call, RejectedInput
+    from bfcl_safe.interp import CallSpec, RejectedInput, parse_call
 
     owners = {}
     for class_name, instance in side.instances.items():

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import copy
 import json
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping
 
 import attrs
 

@@ -10,10 +10,17 @@ import json
 from typing import Any
 
 from bfcl_safe.checker.system_prompt import (  # noqa: F401 - re-exported: generate's prompting pieces
-    DOC_FORMAT, PROMPT_FORMAT, PROMPT_STYLE, PROMPTS_PATH, RETURN_FORMAT, PromptTemplateError, load_prompt_templates,
-    parse_prompt_templates, system_prompt, with_system_prompt,
+    DOC_FORMAT,
+    PROMPT_FORMAT,
+    PROMPT_STYLE,
+    PROMPTS_PATH,
+    RETURN_FORMAT,
+    PromptTemplateError,
+    load_prompt_templates,
+    parse_prompt_templates,
+    system_prompt,
+    with_system_prompt,
 )
-
 
 # --------------------------------------------------------------------------- decoding failures
 

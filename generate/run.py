@@ -54,7 +54,8 @@ def resolve_model(dataset: Any, name: str, mode: str | None, temperature: float)
     info = dataset.models().get(name)
     if info is None:
         if mode is None:
-            raise GenerateError(f"{name!r} is not in BFCL's model registry: say how to call it with --fc or --prompting")
+            raise GenerateError(
+                f"{name!r} is not in BFCL's model registry: say how to call it with --fc or --prompting")
         return ModelSpec(api_name=name, mode=mode, temperature=temperature), False
     registry_mode = "fc" if ("FC" in name or info.is_fc_model) else "prompting"
     if mode is not None and mode != registry_mode:

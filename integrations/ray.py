@@ -116,7 +116,7 @@ class RayPool:
         for context, lines in tasks:
             pool.submit(lambda actor, task: actor.score.remote(task[0], list(task[1])), (context, list(lines)))
         out: list[list[str | Lost]] = []
-        for context, lines in tasks:  # ActorPool.get_next returns results in submission order
+        for _context, lines in tasks:  # ActorPool.get_next returns results in submission order
             try:
                 texts: list[str | Lost] = list(pool.get_next())
             except RayError as exc:
@@ -141,12 +141,13 @@ def score_tree_on_ray(result_dir: str | Path, score_dir: str | Path, *, data: st
     actors (connecting to ``address`` first, see :func:`connect`). The dataset is opened
     here too (``data``), for what the runner does itself (CSV, checks)."""
     from bfcl_safe.checker import runner
+    from bfcl_safe.checker.scoring import Options
 
     connect(address)
     dataset = Dataset.open(None if data is None else str(data))
     pool = RayPool(data, actors)
     try:
-        return runner.score_tree(Path(result_dir), Path(score_dir), dataset, options or runner.Options(),
+        return runner.score_tree(Path(result_dir), Path(score_dir), dataset, options or Options(),
                                  report=report, pool=pool)
     finally:
         pool.close()

@@ -76,7 +76,13 @@ from bfcl_safe.checker.play import Episode
 from bfcl_safe.checker.results_io import deeper_than
 from bfcl_safe.checker.terminal import shown
 from bfcl_safe.integrations.text_env import (
-    MODES, RESULT_FORMATS, Player, TextEnvError, check_decoder, pick_entry, prompting_system_prompt,
+    MODES,
+    RESULT_FORMATS,
+    Player,
+    TextEnvError,
+    check_decoder,
+    pick_entry,
+    prompting_system_prompt,
 )
 from bfcl_safe.interp import limits
 from bfcl_safe.interp.errors import BfclSafeError

@@ -160,7 +160,8 @@ def chosen_categories(categories: Sequence[str] | str | None) -> list[str]:
     return chosen
 
 
-def selected_entries(dataset: Any, categories: Iterable[str], ids: Iterable[str] | None = None) -> Iterator[tuple[str, dict]]:
+def selected_entries(dataset: Any, categories: Iterable[str],
+                     ids: Iterable[str] | None = None) -> Iterator[tuple[str, dict]]:
     """``(category, entry)`` for the entries of ``categories``, only those in ``ids`` when given."""
     wanted = None if ids is None else set(ids)
     for category in categories:

@@ -93,7 +93,8 @@ def check_decoder(decoder: Any) -> str:
     from bfcl_safe.checker.decoders import DECODERS
 
     if not isinstance(decoder, str) or decoder not in DECODERS:
-        raise TextEnvError("decoder", f"unknown decoder {decoder!r}"[:200] + f"; expected one of {', '.join(sorted(DECODERS))}")
+        raise TextEnvError("decoder", f"unknown decoder {decoder!r}"[:200]
+                           + f"; expected one of {', '.join(sorted(DECODERS))}")
     return decoder
 
 
@@ -321,7 +322,8 @@ class TextEnv:
 # --------------------------------------------------------------------------- SkyRL
 
 try:
-    from skyrl_gym.envs.base_text_env import BaseTextEnv as _BaseTextEnv, BaseTextEnvStepOutput
+    from skyrl_gym.envs.base_text_env import BaseTextEnv as _BaseTextEnv
+    from skyrl_gym.envs.base_text_env import BaseTextEnvStepOutput
 except ImportError:  # pragma: no cover - only without the extra
     _BaseTextEnv = None
 
@@ -406,6 +408,7 @@ if _BaseTextEnv is not None:
         entry point is the class itself, bound to one dataset opened now), for
         ``skyrl_gym.make(env_id, env_config=..., extras=...)``. Returns ``env_id``."""
         import skyrl_gym
+
         from bfcl_safe.checker.dataset import Dataset
 
         bound = dataset if dataset is not None else Dataset.open(data)

@@ -75,10 +75,10 @@ class Budget:
         against, in this thread/context, until the block ends."""
         return _Activation(self)
 
-    def __getstate__(self):
+    def __getstate__(self) -> tuple[Any, Any]:
         return (self.limits, self.spent)
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: tuple[Any, Any]) -> None:
         self.limits, self.spent = state
         self.memo = {}
 
@@ -94,7 +94,7 @@ class _Activation:
 
     def __init__(self, budget: Budget) -> None:
         self.budget = budget
-        self.token = None
+        self.token: Any = None  # (the context variable's Token once entered)
 
     def __enter__(self) -> Budget:
         self.token = _CURRENT.set(self.budget)

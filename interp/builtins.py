@@ -81,7 +81,7 @@ class NotComputable(RejectedInput):
         self.name = name
         super().__init__(reason)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.reason, self.name))
 
 
@@ -257,7 +257,7 @@ def _percent(template: str | bytes, args: Any) -> Any:
     template), such ``*`` arguments by 0 -- raises exactly the errors the real run
     raises, from the same conversion (CPython's checks do not depend on the sizes), and
     the real result is at most the dry one plus each width and precision replaced."""
-    text = template if type(template) is str else template.decode("latin-1")
+    text = template if type(template) is str else template.decode("latin-1")  # type: ignore[union-attr]
     dry_args = list(args) if type(args) is tuple else None
     extra = 0
     conversions = 0
@@ -569,7 +569,7 @@ def subscript(value: Any, key: Any) -> Any:
 _SAFE_CODECS = frozenset({"utf-8", "utf8", "ascii", "latin-1", "latin1", "iso-8859-1", "utf-16", "utf-32"})
 
 
-def _bind(args: tuple, kwargs: Mapping[str, Any], parameters: tuple[str, ...], required: int,
+def _bind(args: tuple[Any, ...], kwargs: Mapping[str, Any], parameters: tuple[str, ...], required: int,
           positional_only: int = 0) -> dict[str, Any] | None:
     """``{parameter: value}`` when the call fits the signature, else None (the builtin
     itself then raises its own argument error, before computing anything)."""
@@ -593,7 +593,7 @@ def _sized(function: Callable[..., Any]) -> Callable[..., Any]:
         return function(*args, **kwargs)
 
     call.__name__ = function.__name__
-    call.__wrapped__ = function
+    call.__wrapped__ = function  # type: ignore[attr-defined]
     return call
 
 
@@ -601,7 +601,7 @@ def _divmod(*args: Any, **kwargs: Any) -> Any:
     if len(args) == 2 and not kwargs and type(args[0]) in (int, bool) and type(args[1]) in (int, bool):
         _charge_int_work(args[0], args[1])
     _charge(sum(value_size(a) for a in args) + 1)
-    return divmod(*args, **kwargs)
+    return divmod(*args, **kwargs)  # type: ignore[misc]
 
 
 def _small(function: Callable[..., Any]) -> Callable[..., Any]:
@@ -612,7 +612,7 @@ def _small(function: Callable[..., Any]) -> Callable[..., Any]:
         return function(*args, **kwargs)
 
     call.__name__ = function.__name__
-    call.__wrapped__ = function
+    call.__wrapped__ = function  # type: ignore[attr-defined]
     return call
 
 
@@ -637,13 +637,14 @@ def _repr_like(function: Callable[[Any], Any]) -> Callable[..., Any]:
         return function(*args, **kwargs)
 
     call.__name__ = function.__name__
-    call.__wrapped__ = function
+    call.__wrapped__ = function  # type: ignore[attr-defined]
     return call
 
 
 def _round(*args: Any, **kwargs: Any) -> Any:
     given = _bind(args, kwargs, ("number", "ndigits"), 1) or {}
-    number, ndigits = given.get("number"), given.get("ndigits")
+    number: Any = given.get("number")
+    ndigits: Any = given.get("ndigits")
     if type(number) in (int, bool) and type(ndigits) in (int, bool) and ndigits < 0:
         _charge_int(-ndigits)  # CPython computes 10 ** -ndigits
     return round(*args, **kwargs)
@@ -659,7 +660,8 @@ def _pow(*args: Any, **kwargs: Any) -> Any:
 
 def _sum(*args: Any, **kwargs: Any) -> Any:
     given = _bind(args, kwargs, ("iterable", "start"), 1, positional_only=1) or {}
-    items, start = given.get("iterable"), given.get("start", 0)
+    items: Any = given.get("iterable")
+    start: Any = given.get("start", 0)
     if type(items) in _CONTAINERS and type(start) not in (int, bool, float, complex):
         # Sequences added one by one: each partial sum is a new object (quadratic).
         total = value_size(start)
@@ -685,7 +687,7 @@ def _sorting(function: Callable[..., Any]) -> Callable[..., Any]:
         return function(*args, **kwargs)
 
     call.__name__ = function.__name__
-    call.__wrapped__ = function
+    call.__wrapped__ = function  # type: ignore[attr-defined]
     return call
 
 
@@ -697,7 +699,7 @@ def _elements(function: Callable[..., Any]) -> Callable[..., Any]:
         return function(*args, **kwargs)
 
     call.__name__ = function.__name__
-    call.__wrapped__ = function
+    call.__wrapped__ = function  # type: ignore[attr-defined]
     return call
 
 
@@ -866,7 +868,7 @@ def _converter_error(name: str, parameter: str, kind: str, value: Any) -> str | 
 _MAPPING_LIKE = frozenset({dict, list, tuple, str, bytes})
 
 
-def _exec_eval_error(name: str, args: tuple, kwargs: Mapping[str, Any]) -> str | None:
+def _exec_eval_error(name: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str | None:
     """The checks of ``exec``/``eval`` before they compile or run the source."""
     source = args[0]
     namespace = args[1] if len(args) > 1 else None
@@ -896,7 +898,7 @@ def _exec_eval_error(name: str, args: tuple, kwargs: Mapping[str, Any]) -> str |
 _ATTRIBUTE_NAME_POSITION = {"getattr": 1, "setattr": 1, "delattr": 1, "hasattr": 1}
 
 
-def _refused_error(name: str, args: tuple, kwargs: Mapping[str, Any]) -> str | None:
+def _refused_error(name: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str | None:
     check = REFUSED_BUILTINS[name]
     message = check(len(args), list(kwargs))
     if message is not None:
@@ -935,7 +937,7 @@ def is_builtin_name(name: str) -> bool:
     return name in PURE_BUILTINS or name in REFUSED_BUILTINS
 
 
-def call_builtin(name: str, args: tuple | list = (), kwargs: Mapping[str, Any] | None = None) -> Any:
+def call_builtin(name: str, args: tuple[Any, ...] | list[Any] = (), kwargs: Mapping[str, Any] | None = None) -> Any:
     """``name(*args, **kwargs)`` for a builtin of the table, as CPython computes it."""
     kwargs = {} if kwargs is None else kwargs
     name = _builtin_name(name)

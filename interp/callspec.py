@@ -101,7 +101,7 @@ class Operation:
 DEFERRED = frozenset({CallSpec, NameRef, SourceString, Container, Failure, Operation})
 
 
-def sequence_value(kind: type, items: list) -> Any:
+def sequence_value(kind: type, items: list[Any]) -> Any:
     """What a list, tuple or set display of converted items is: a :class:`Container`
     when an item is deferred, else the value itself (for a set of unhashable items, the
     :class:`Failure` that evaluating it raises)."""
@@ -116,7 +116,7 @@ def sequence_value(kind: type, items: list) -> Any:
     return kind(items)
 
 
-def dict_value(pairs: list) -> Any:
+def dict_value(pairs: list[tuple[Any, Any]]) -> Any:
     """:func:`sequence_value` for a dict display's ``(key, value)`` pairs."""
     for key, item in pairs:
         if type(key) in DEFERRED or type(item) in DEFERRED:

@@ -15,11 +15,19 @@ from typing import Any, Callable
 import libcst as cst
 
 from bfcl_safe.interp import budget, limits
+from bfcl_safe.interp.budget import LIBCST_CHARS
 from bfcl_safe.interp.callspec import (
-    NOT_CALL, CallSpec, Failure, NameRef, Operation, SourceString, dict_value, make_spec, sequence_value,
+    NOT_CALL,
+    CallSpec,
+    Failure,
+    NameRef,
+    Operation,
+    SourceString,
+    dict_value,
+    make_spec,
+    sequence_value,
 )
 from bfcl_safe.interp.errors import RejectedInput
-from bfcl_safe.interp.budget import LIBCST_CHARS
 from bfcl_safe.interp.lexical import REWRITE_PATTERN, bracket_depth
 
 _CONSTANTS = {"True": True, "False": False, "None": None}
@@ -268,7 +276,8 @@ def _subscript(node: cst.Subscript, ctx: _Context, depth: int) -> Any:
             keys.append(_convert(item.value, ctx, depth + 1))
         else:
             _reject(ctx, element, "starred subscript is not allowed")
-    key = keys[0] if len(keys) == 1 and node.slice[0].comma is cst.MaybeSentinel.DEFAULT else Operation("tuple", tuple(keys))
+    single = len(keys) == 1 and node.slice[0].comma is cst.MaybeSentinel.DEFAULT
+    key = keys[0] if single else Operation("tuple", tuple(keys))
     return Operation("subscript", (_convert(node.value, ctx, depth + 1), key))
 
 

@@ -8,6 +8,8 @@ imports nothing of the other packages.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class BfclSafeError(Exception):
     """Root of every exception bfcl-safe raises deliberately."""
@@ -26,7 +28,7 @@ class BudgetExceeded(BfclSafeError):
         self.spent = spent
         super().__init__(f"resource budget {budget!r} exceeded: {spent:,} > {limit:,}")
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.budget, self.limit, self.spent))
 
 
@@ -64,5 +66,5 @@ class RejectedInput(BfclSafeError, ValueError):
             line, start = line[shift : shift + 200], start + shift
         return f"{self}\n{line}\n{' ' * (self.position - start)}^"
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.reason, self.source, self.position))

@@ -15,7 +15,15 @@ from typing import Any, Iterable, Sequence
 from bfcl_safe.interp import budget, limits
 from bfcl_safe.interp.budget import RESULT_CHARS
 from bfcl_safe.interp.builtins import (
-    NotComputable, binary_op, call_builtin, compare_op, is_builtin_name, make_slice, subscript, truth, unary_op,
+    NotComputable,
+    binary_op,
+    call_builtin,
+    compare_op,
+    is_builtin_name,
+    make_slice,
+    subscript,
+    truth,
+    unary_op,
 )
 from bfcl_safe.interp.callspec import NOT_CALL, CallSpec, Container, Failure, NameRef, Operation, SourceString
 from bfcl_safe.interp.errors import BudgetExceeded, RejectedInput

@@ -44,7 +44,6 @@ _SIMPLE_LITERAL = re.compile(
     r'|"(?:[^"\\\n\r]|\\[\\\'"ntr]|\\x[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4})*"')
 _AFTER_NUMBER = re.compile(r"[A-Za-z0-9_.'\"]")
 _CONSTANTS = {"True": True, "False": False, "None": None}
-_CLOSE = {"(": ")", "[": "]", "{": "}"}
 
 
 class _Bail(Exception):
@@ -62,7 +61,7 @@ _MAX_TOKENS = 4 * limits.MAX_LITERAL_ELEMENTS
 def _tokenize(text: str) -> list[tuple[str, str]]:
     """Tokens of ``text``; bails early on deep nesting or too many tokens, so
     hostile input costs little before libcst (or a rejection) takes over."""
-    tokens = []
+    tokens: list[tuple[str, str]] = []
     append = tokens.append
     depth = 0
     position = 0
@@ -71,7 +70,7 @@ def _tokenize(text: str) -> list[tuple[str, str]]:
     # the matches are contiguous and none is retried from a later start: a search that
     # could fail after the leading blanks would rescan them from each (quadratic).
     for found in _TOKEN.finditer(text):
-        kind = found.lastgroup
+        kind: str = found.lastgroup  # type: ignore[assignment]  # (every position matches a group)
         if kind == "other":
             raise _Bail  # a character no token matches
         position = found.end()
@@ -120,7 +119,7 @@ class _Parser:
         if self.elements > limits.MAX_LITERAL_ELEMENTS:
             raise _limit(f"literal has more than {limits.MAX_LITERAL_ELEMENTS} elements")
 
-    def call(self, name: str, depth: int) -> tuple:
+    def call(self, name: str, depth: int) -> tuple[Any, ...]:
         if name.startswith("__"):
             raise _Bail
         self.expect("(")
@@ -146,7 +145,7 @@ class _Parser:
         self.count(len(args))
         return ("call", name, args)
 
-    def items(self, close: str, depth: int) -> tuple[list, bool]:
+    def items(self, close: str, depth: int) -> tuple[list[Any], bool]:
         """Comma-separated values up to ``close``; also whether a comma was seen."""
         items = []
         comma = False
@@ -200,7 +199,7 @@ class _Parser:
             return self.braces(depth)
         raise _Bail
 
-    def braces(self, depth: int) -> tuple:
+    def braces(self, depth: int) -> tuple[Any, ...]:
         if self.peek()[1] == "}":
             self.index += 1
             return ("dict", [])
@@ -237,7 +236,7 @@ def _unescape(source: str) -> str:
     return _ESCAPE.sub(_escaped, body) if "\\" in body else body
 
 
-def _escaped(match: re.Match) -> str:
+def _escaped(match: re.Match[str]) -> str:
     code = match.group(1)
     if len(code) > 1:  # \xhh or \uhhhh
         return chr(int(code[1:], 16))
@@ -252,7 +251,7 @@ def decode_simple_literal(source: str) -> str | None:
     return None
 
 
-def parse_tree(text: str) -> tuple | None:
+def parse_tree(text: str) -> tuple[Any, ...] | None:
     """The tree of one expression (a call, or a list/tuple of calls), or ``None``
     when ``text`` is outside the fast subset. Raises :class:`RejectedInput` past a
     limit (length, nesting, element or token count)."""
@@ -265,10 +264,10 @@ def parse_tree(text: str) -> tuple | None:
     return flat if flat is not None else _token_tree(stripped)
 
 
-def _token_tree(stripped: str) -> tuple | None:
+def _token_tree(stripped: str) -> tuple[Any, ...] | None:
     try:
         parser = _Parser(_tokenize(stripped))
-        tree = parser.value(0)
+        tree: tuple[Any, ...] = parser.value(0)
         if parser.peek()[0] != "end":
             return None
         return tree
@@ -290,7 +289,7 @@ _FLAT_ARGUMENT = re.compile(
 _FLAT_LENGTH = 2000
 
 
-def _flat_tree(stripped: str) -> tuple | None:
+def _flat_tree(stripped: str) -> tuple[Any, ...] | None:
     """The tree :func:`_token_tree` gives for a flat call, in a few regular-expression
     matches instead of a token list; ``None`` for any other text (which is then
     tokenized). Short texts only: no limit can be reached here."""

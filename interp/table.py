@@ -13,7 +13,6 @@ from bfcl_safe.interp.lexical import REWRITE_PATTERN
 from bfcl_safe.interp.tools import tool_names
 
 
-
 @lru_cache(maxsize=None)
 def _class_tools(cls: type) -> dict[str, Callable[..., Any]]:
     """``{tool name: descriptor}`` of a backend class (as found along its MRO, so
@@ -96,7 +95,8 @@ class MethodTable:
                 return _not_callable(_CONSTANTS[name])
             raise NameError(f"name '{name}' is not defined") from None
         instance = self._instances[index]
-        return function.__get__(instance, type(instance))
+        method: Callable[..., Any] = function.__get__(instance, type(instance))
+        return method
 
     def _owner(self, name: str) -> str | None:
         """The instance name the reference prefixes ``name(`` with, if ``name`` is a tool."""
@@ -106,7 +106,7 @@ class MethodTable:
     def rewrite(self, source: str) -> str:
         """The reference's instance-name prefixing of ``name(`` occurrences in ``source``."""
 
-        def replace(match: re.Match) -> str:
+        def replace(match: re.Match[str]) -> str:
             name = match.group(1)
             owner = self._owner(name)
             return f"{owner}.{name}" if owner is not None else name

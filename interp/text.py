@@ -37,7 +37,8 @@ def _parse(text: str, handed: list[int] | None = None) -> CallSpec:
         raise RejectedInput(f"call text longer than {limits.MAX_SOURCE_LENGTH} characters")
     tree = parse_tree(text)
     if tree is not None and tree[0] == "call":
-        return _from_tree(tree)
+        spec: CallSpec = _from_tree(tree)
+        return spec
     if python_syntax_error(text) is not None:
         # Not Python at all (CPython's parser says so, cheaply): no need for libcst.
         raise RejectedInput("invalid syntax", text, None)
@@ -46,7 +47,7 @@ def _parse(text: str, handed: list[int] | None = None) -> CallSpec:
     return parse_with_libcst(text, handed)
 
 
-def _from_tree(node: tuple) -> Any:
+def _from_tree(node: tuple[Any, ...]) -> Any:
     """A fast-path tree (see :mod:`interp.fastparse`) to values, with the same
     semantics as the libcst handlers above."""
     kind = node[0]
@@ -75,7 +76,7 @@ def _from_tree(node: tuple) -> Any:
 
 
 @lru_cache(maxsize=8192)
-def _parse_cached(text: str) -> tuple[CallSpec | tuple, int]:
+def _parse_cached(text: str) -> tuple[CallSpec | tuple[Any, ...], int]:
     """The parse of ``text`` (or its rejection) and the characters it handed libcst."""
     handed: list[int] = []
     try:
@@ -98,7 +99,7 @@ def parse_call(text: str) -> CallSpec:
             budget.charge(LIBCST_CHARS, handed)
         if type(result) is tuple:
             raise RejectedInput(*result)
-        return result
+        return result  # type: ignore[return-value]  # (not a tuple: a CallSpec)
     return _parse(text)
 
 

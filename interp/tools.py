@@ -7,9 +7,9 @@ raises exactly the ``TypeError`` text Python gives for the method itself, e.g.
 
 from __future__ import annotations
 
-from typing import Callable, TypeVar
+from typing import Any, Callable, TypeVar
 
-F = TypeVar("F", bound=Callable)
+F = TypeVar("F", bound=Callable[..., Any])
 
 TOOL_ATTRIBUTE = "__bfcl_safe_tool__"
 

@@ -13,6 +13,31 @@ settings.register_profile(
 settings.register_profile("dev", max_examples=30, deadline=None)
 settings.load_profile(os.environ.get("BFCL_SAFE_HYPOTHESIS_PROFILE", "ci"))
 
+# --------------------------------------------------------------------------- version-sensitive tests
+#: The test files whose outcome can depend on the Python version: differential tests
+#: against the reference (its backends, checker and inference run on this Python) and
+#: against CPython itself (``eval``, the parser, ``repr``, error texts, ``random``).
+#: Marked ``version_sensitive``; ``.ci/run`` runs the whole suite on its main Python and
+#: only these on every other Python (README, "Tests and CI").
+VERSION_SENSITIVE_FILES = frozenset({
+    # against the reference
+    "test_backend_gorilla_file_system.py", "test_backend_math_api.py", "test_backend_message_api.py",
+    "test_backend_posting_api.py", "test_backend_ticket_api.py", "test_backend_trading_bot.py",
+    "test_backend_travel_booking.py", "test_backend_vehicle_control.py", "test_hostile_backends.py",
+    "test_checker_real_results.py", "test_mutations.py", "test_nonofficial_checks.py", "test_scores.py",
+    "test_decoders_eval.py", "test_decoders_nfkc.py", "test_handler_decoders.py", "test_interp_vs_eval.py",
+    "test_play_openai_format.py", "test_generate_differential.py", "test_generate_properties.py",
+    # against CPython: eval, its parser and tokenizer, repr and json, random
+    "test_builtins.py", "test_interp_syntax.py", "test_fastparse.py", "test_fuzz_text.py", "test_breakout.py",
+    "test_results_format.py", "test_seeded.py", "test_long_context.py", "test_decoders_hostile.py",
+})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.name in VERSION_SENSITIVE_FILES:
+            item.add_marker(pytest.mark.version_sensitive)
+
 
 @pytest.fixture
 def runner() -> CliRunner:

@@ -12,8 +12,10 @@ import glob
 import os
 import subprocess
 import sys
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
+from typing import Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
 WHEEL_NAME = "bfcl_eval-2026.3.23-py3-none-any.whl"
@@ -78,21 +80,40 @@ def wheel_path() -> Path:
     for candidate in candidates:
         if candidate.is_file():
             return candidate
-    # A fresh machine: fetch the pinned wheel from PyPI into the cache (tests may use pip).
+    # A fresh machine: fetch the pinned wheel from PyPI into the cache (tests may use pip),
+    # one process at a time (pytest-xdist workers start together).
     cache = Path(os.environ.get("BFCL_SAFE_CACHE", Path.home() / ".cache" / "bfcl-safe"))
     cache.mkdir(parents=True, exist_ok=True)
-    subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "bfcl-eval==2026.3.23", "-d", str(cache)],
-        check=True,
-    )
     path = cache / WHEEL_NAME
-    import hashlib
+    with _exclusive(cache / f".{WHEEL_NAME}.lock"):
+        if not path.is_file():
+            subprocess.run(
+                [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "bfcl-eval==2026.3.23",
+                 "-d", str(cache)],
+                check=True,
+            )
+            import hashlib
 
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    if digest != WHEEL_SHA256:
-        path.unlink()
-        raise RuntimeError(f"downloaded {WHEEL_NAME} has sha256 {digest}, expected {WHEEL_SHA256}")
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            if digest != WHEEL_SHA256:
+                path.unlink()
+                raise RuntimeError(f"downloaded {WHEEL_NAME} has sha256 {digest}, expected {WHEEL_SHA256}")
     return path
+
+
+@contextmanager
+def _exclusive(lock_path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``lock_path`` (created if missing): one process at a
+    time sets up what the tests share (the wheel, the reference's folder), whichever
+    test or worker gets there first; the others wait and then find it done."""
+    import fcntl
+
+    with open(lock_path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 @lru_cache(maxsize=None)
@@ -106,11 +127,8 @@ def reference_dir() -> Path:
     marker = REF_DIR / ".complete"
     if marker.exists():
         return REF_DIR
-    import fcntl
-
     REF_DIR.mkdir(parents=True, exist_ok=True)
-    with open(REF_DIR.parent / f".{REF_DIR.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # one installer at a time (parallel test processes)
+    with _exclusive(REF_DIR.parent / f".{REF_DIR.name}.lock"):  # one installer at a time
         if not marker.exists():
             subprocess.run(
                 [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",

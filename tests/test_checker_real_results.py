@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bfcl_safe.checker.runner import Options, score_tree
+from bfcl_safe.checker.runner import score_tree
+from bfcl_safe.checker.scoring import Options
 from bfcl_safe.checker.scores import write_leaderboard_csv
 from tests.checker_support import dataset
 from tests.refenv import REAL_RESULTS, wheel

@@ -40,7 +40,8 @@ from bfcl_safe.checker.errors import ErrorType
 from bfcl_safe.checker.replay import ground_truth_as_fc
 from bfcl_safe.checker.inputs import Kind, UnreadableFile
 from bfcl_safe.checker.results_io import LayoutError, discover, read_lines
-from bfcl_safe.checker.runner import Options, ScoreDirError, score_tree
+from bfcl_safe.checker.runner import ScoreDirError, score_tree
+from bfcl_safe.checker.scoring import Options
 from bfcl_safe.checker import codec
 from bfcl_safe.checker.codec import dumps_line
 from bfcl_safe.checker.scoring import Context, render_record, score_item

@@ -21,6 +21,7 @@ import ray  # noqa: E402  (the ray extra is in the test extra: no skip)
 from bfcl_safe.checker import runner  # noqa: E402
 from bfcl_safe.checker.parallel import Lost  # noqa: E402
 from bfcl_safe.checker.play import Episode  # noqa: E402
+from bfcl_safe.checker.scoring import Options  # noqa: E402
 from bfcl_safe.checker.scoring import Context  # noqa: E402
 from bfcl_safe.integrations.ray import EpisodeActor, RayPool, score_tree_on_ray  # noqa: E402
 from bfcl_safe.integrations.session import assistant_message  # noqa: E402
@@ -111,7 +112,7 @@ def _files(root):
 
 def test_score_files_on_ray_are_byte_identical_to_a_serial_run(local_ray, tmp_path):
     result_dir = real_results_subset(tmp_path, 150)  # every real result line
-    options = runner.Options(partial=True)  # (the real result files hold 150 of each category's 200 entries)
+    options = Options(partial=True)  # (the real result files hold 150 of each category's 200 entries)
     serial = runner.score_tree(result_dir, tmp_path / "serial", dataset(), options)
     on_ray = score_tree_on_ray(result_dir, tmp_path / "ray", data=wheel(), actors=2, options=options)
     assert sum(s.total for s in serial) == sum(s.total for s in on_ray) >= 450

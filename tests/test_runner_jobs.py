@@ -22,7 +22,7 @@ import pytest
 from bfcl_safe.checker.errors import ErrorType
 from bfcl_safe.checker.replay import ground_truth_as_fc
 from bfcl_safe.checker import parallel, runner, scoring
-from bfcl_safe.checker.runner import Options
+from bfcl_safe.checker.scoring import Options
 from bfcl_safe.checker.scoring import Context, score_line
 from tests.checker_support import dataset
 from tests.refenv import wheel

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from bfcl_safe.checker.runner import Options, score_tree
+from bfcl_safe.checker.runner import score_tree
+from bfcl_safe.checker.scoring import Options
 from tests.checker_support import dataset
 from tests.refenv import REAL_RESULTS, wheel
 

@@ -114,7 +114,7 @@ class _Recorder(budget.Budget):
 
     def __init__(self, outer: budget.Budget | None) -> None:
         # (the outer budget's limits, not a copy: a recorder never changes them)
-        self.limits = budget.ENTRY_BUDGETS if outer is None else outer.limits
+        self.limits = limits.ENTRY_BUDGETS if outer is None else outer.limits
         self.spent = {}
         self.outer = outer
         self.record: dict[str, int] = {}
@@ -207,7 +207,7 @@ def tag_blocks(text: str, opener: str, closer: str, first_only: bool = False) ->
     only with ``first_only``, as ``re.search``), in linear time: the regex retries every
     later opener up to the end of the text when no closer follows (quadratic on a line
     of repeated openers). Once an opener has no closer after it, no later one has."""
-    blocks = []
+    blocks: list[str] = []
     position = 0
     while True:
         start = text.find(opener, position)

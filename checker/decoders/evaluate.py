@@ -30,7 +30,7 @@ import libcst as cst
 
 from bfcl_safe.checker.decoders.base import DecodeError, identifier
 from bfcl_safe.interp import budget, limits
-from bfcl_safe.interp.builtins import COMPUTED_SIZE, NotComputable, PURE_BUILTINS, binary_op, call_builtin, unary_op
+from bfcl_safe.interp.builtins import COMPUTED_SIZE, PURE_BUILTINS, NotComputable, binary_op, call_builtin, unary_op
 from bfcl_safe.interp.errors import BudgetExceeded
 
 #: Names ``eval`` resolves to constants (compiled as such, whatever the globals).

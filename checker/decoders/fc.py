@@ -10,6 +10,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+from bfcl_safe.checker.codec import loads_json
 from bfcl_safe.checker.decoders.base import (
     CACHED_STEP_LENGTH,
     CACHED_TEXTS,
@@ -21,7 +22,6 @@ from bfcl_safe.checker.decoders.base import (
     pair,
     render,
 )
-from bfcl_safe.checker.codec import loads_json
 from bfcl_safe.interp.execute import Call
 from bfcl_safe.interp.fc import fc_call, reference_text
 

@@ -111,7 +111,8 @@ class _GemmaArguments:
         if char in "{[":
             container: Any = {} if char == "{" else []
             if len(self.open) > REPR_DEPTH:
-                raise DecodeError(f"FunctionGemma arguments nested deeper than {REPR_DEPTH} (the reference's repr fails)")
+                raise DecodeError(
+                    f"FunctionGemma arguments nested deeper than {REPR_DEPTH} (the reference's repr fails)")
             self._put(container)
             self.open.append(container)
             if char == "{":

@@ -20,7 +20,13 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from bfcl_safe.checker.decoders.base import (
-    CACHED_STEP_LENGTH, DecodeError, Decoder, Memo, once_per_entry, require_text, tag_blocks,
+    CACHED_STEP_LENGTH,
+    DecodeError,
+    Decoder,
+    Memo,
+    once_per_entry,
+    require_text,
+    tag_blocks,
 )
 from bfcl_safe.checker.decoders.guard import check_libcst_input
 from bfcl_safe.interp import limits

@@ -46,7 +46,7 @@ def statement_calls(text: str) -> list[tuple[str, dict]]:
     try:
         _guard(text, "exec")
         module = cst.parse_module(text)
-        calls = []
+        calls: list[Any] = []
         for statement in module.body:
             if not isinstance(statement, cst.SimpleStatementLine):
                 return []
