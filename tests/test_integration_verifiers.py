@@ -98,7 +98,7 @@ def play(table: dict[str, list], **env_args: Any) -> tuple[dict[str, Any], Playe
             ctx = vf.ModelContext(client=vf.EvalClientConfig(base_url=server.base_url,
                                                              api_key_var="BFCL_SAFE_NO_KEY"), model="scripted")
 
-            async def run_all() -> dict[str, Any]:
+            async def run_all(group: dict[str, Any] = group, ctx: vf.ModelContext = ctx) -> dict[str, Any]:
                 gate = asyncio.Semaphore(CONCURRENCY)
 
                 async def one(entry_id: str) -> tuple[str, Any]:
@@ -405,7 +405,8 @@ def test_a_model_writing_calls_as_text_is_read_with_its_decoder(category):
         assert episode.errors == []
         (trace,) = episode.traces
         entry_id = task.data.entry_id
-        line = score_item(dataset(), Context(MODEL, category, "prompting"), {"id": entry_id, "result": trace.state.result})
+        line = score_item(dataset(), Context(MODEL, category, "prompting"),
+                          {"id": entry_id, "result": trace.state.result})
         assert (trace.reward, trace.state.summary["valid"], line.error_type) == (1.0, True, None), entry_id
         assert all(isinstance(step, str) for turn in trace.state.result for step in turn)
 
