@@ -3,8 +3,8 @@
 - :mod:`bfcl_safe.integrations.session` — one entry played as an OpenAI chat
   (:class:`~bfcl_safe.integrations.session.Conversation`): the layer the adapters share,
   on the play API (:mod:`bfcl_safe.checker.play`). Needs no extra.
-- :mod:`bfcl_safe.integrations.verifiers` — ``load_environment(...)``: a verifiers
-  multi-turn environment (``pip install 'bfcl-safe[verifiers]'``).
+- :mod:`bfcl_safe.integrations.verifiers` — ``load_environment(...)``: a verifiers 0.4
+  environment (taskset, env, harness; ``pip install 'bfcl-safe[verifiers]'``).
 - :mod:`bfcl_safe.integrations.inspect` — ``bfcl_multi_turn()``: an Inspect AI task
   (``pip install 'bfcl-safe[inspect]'``).
 - :mod:`bfcl_safe.integrations.ray` — episodes in Ray actors and ``evaluate
@@ -24,15 +24,18 @@ from bfcl_safe.interp.errors import BfclSafeError  # noqa: E402
 
 
 class MissingExtra(BfclSafeError, ImportError):
-    """An integration's framework is not installed: ``extra`` names the extra to install."""
+    """An integration's framework is not installed: ``extra`` names the extra to install,
+    ``module`` the requirement, ``missing`` the module that failed to import (when known)."""
 
-    def __init__(self, extra: str, module: str):
+    def __init__(self, extra: str, module: str, missing: str | None = None):
         self.extra = extra
         self.module = module
-        super().__init__(f"bfcl_safe.integrations.{extra} needs {module}: pip install 'bfcl-safe[{extra}]'")
+        self.missing = missing
+        cause = f" (cannot import {missing})" if missing else ""
+        super().__init__(f"bfcl_safe.integrations.{extra} needs {module}{cause}: pip install 'bfcl-safe[{extra}]'")
 
     def __reduce__(self):
-        return (type(self), (self.extra, self.module))
+        return (type(self), (self.extra, self.module, self.missing))
 
 
 __all__ = ["MissingExtra"]

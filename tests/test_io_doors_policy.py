@@ -46,8 +46,6 @@ EXCEPTIONS: dict[str, dict[str, str]] = {
     "checker/scoring.py": {"json.loads": "frames of our own forked processes"},
     # A tool call's argument text in a result line being checked (demo/prompting checks).
     "generate/prompting.py": {"json.loads": "a tool call's argument text, inside the entry's boundary"},
-    # ``info`` of a verifiers state: a value of the framework's own dataset row, not a file.
-    "integrations/verifiers.py": {"json.loads": "a verifiers state value, not a file"},
 }
 
 
