@@ -23,7 +23,7 @@ import json.decoder
 import json.scanner
 import re
 from itertools import accumulate
-from typing import Any
+from typing import Any, Callable, cast
 
 from bfcl_safe.interp.errors import BfclSafeError
 from bfcl_safe.interp.results import encode_with_stored
@@ -85,12 +85,17 @@ class RawJSON:
 
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
+#: ``_WHITESPACE.match``: never None (the pattern matches the empty string), which its type cannot say.
+_match_blanks = cast("Callable[[str, int], re.Match[str]]", _WHITESPACE.match)
 _BLANK = frozenset(" \t\n\r")
-_scan_value = json.scanner.make_scanner(json.JSONDecoder())
+#: json.decoder's string scanner (the C one), which json.decoder's stub does not declare.
+_scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
+# (typeshed types make_scanner's context as a make_scanner; it is a decoder, as json.decoder passes it.)
+_scan_value = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
 #: Scans a value for validity only: objects and floats are not built (keys, strings and
 #: ints still are; ``len`` is just the cheapest thing to hand each object's pairs and each
 #: float's text to: whether a number is valid is decided before it is converted).
-_check_value = json.scanner.make_scanner(json.JSONDecoder(object_pairs_hook=len, parse_float=len))
+_check_value = json.scanner.make_scanner(json.JSONDecoder(object_pairs_hook=len, parse_float=len))  # type: ignore[arg-type]
 
 
 def loads_json(text: str) -> Any:
@@ -113,6 +118,7 @@ class ResultLine(dict):
     by key) for values that score files copy as they are (``result``)."""
 
     __slots__ = ("texts",)
+    texts: dict[str, RawJSON]
 
 
 #: A piece of a result line: ``(start, end, above)``, the text ``line[start:end]`` of one
@@ -177,7 +183,7 @@ def _check_elements(line: str, start: int, pieces: list[Piece]) -> int:
     at a time so that each element's span is known; returns where the array ends. Any
     departure from JSON raises (the caller then lets ``json.loads`` decide). Past
     :data:`MAX_ELEMENT_PIECES` elements the array is scanned whole and is one piece."""
-    ws = _WHITESPACE.match
+    ws = _match_blanks
     index = ws(line, start + 1).end()
     if line[index] == "]":
         pieces.append((start, index + 1, 1))
@@ -207,15 +213,15 @@ def _check_elements(line: str, start: int, pieces: list[Piece]) -> int:
     return end
 
 
-def _loads_object(line: str, text_keys: frozenset = frozenset({"result"}),
+def _loads_object(line: str, text_keys: frozenset[str] = frozenset({"result"}),
                   spans: dict[str, tuple[int, int]] | None = None, pieces: list[Piece] | None = None,
-                  decode: bool = True) -> dict | None:
+                  decode: bool = True) -> ResultLine | None:
     """A top-level JSON object, key by key with the C scanner; None when the text is not
     one (the caller then lets ``json.loads`` decide and word the error). ``spans`` and
     ``pieces``, if given, receive where each value's text is (see :func:`loads_result_line`).
     ``decode=False``: every value is only checked, as an ``inference_log`` is, and the
     object returned is empty (for callers that want the spans only)."""
-    ws = _WHITESPACE.match
+    ws = _match_blanks
     index = ws(line, 0).end()
     if line[index] != "{":
         return None
@@ -228,7 +234,7 @@ def _loads_object(line: str, text_keys: frozenset = frozenset({"result"}),
         while True:
             if line[index] != '"':
                 return None
-            key, index = json.decoder.scanstring(line, index + 1)
+            key, index = _scanstring(line, index + 1)
             # (Blanks are looked for before a regex is called: json.dumps writes ": " and ", ".)
             if line[index] != ":":
                 index = ws(line, index).end()

@@ -527,7 +527,8 @@ def _value(node: ast.AST) -> Any:
     if isinstance(node, ast.Constant):
         return node.value
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
-        return -node.operand.value
+        operand: Any = node.operand.value  # (a number in BFCL's file; -"text" raises TypeError, as in Python)
+        return -operand
     if isinstance(node, (ast.Name, ast.Attribute)):
         return ast.unparse(node)
     return None
@@ -556,6 +557,7 @@ def parse_model_config(source: str) -> dict[str, ModelInfo]:
     maps: dict[str, dict[str, ModelInfo]] = {}
     merged: dict[str, ModelInfo] | None = None
     for statement in module.body:
+        targets: list[ast.expr]
         if isinstance(statement, ast.AnnAssign):
             targets, value = [statement.target], statement.value
         elif isinstance(statement, ast.Assign):

@@ -303,7 +303,8 @@ def _plain_step(value: Any, depth_limit: int, name: str = "step") -> Any:
     become lists), iteratively; StepInputError for anything else (its ``where`` starts
     with ``name``), StepRefused past ``depth_limit``."""
     root: list[Any] = [None]
-    stack = [(value, root, 0, 0, name)]
+    # (the value, the dict or list its copy goes into, its key there, its depth, where it is)
+    stack: list[tuple[Any, dict[str, Any] | list[Any], Any, int, str]] = [(value, root, 0, 0, name)]
     while stack:
         item, parent, key, depth, where = stack.pop()
         if isinstance(item, bool) or item is None:
@@ -991,7 +992,7 @@ class Episode:
         last = len(self.ground_truth) - 1
         if self._force_terminated and self._turn < last:
             failure = self._failure
-            turn = self._failure.failing_turn if failure is not None else self._turn
+            turn = failure.failing_turn if failure is not None and failure.failing_turn is not None else self._turn
             return force_terminated_verdict(self._turn + 1, len(self.ground_truth), turn, failure)
         if self._failure is not None:
             return self._failure

@@ -361,7 +361,7 @@ def _collect(item: _File, results: list, score_dir: Path, dataset: Dataset, opti
         score.problems = [item.unreadable]
         return score
     # Line problems in line order; then the kept entries (first occurrence of an id).
-    problems: list[tuple[int, str]] = list(item.problems)
+    problems: list[tuple[int, str | None]] = list(item.problems)  # (a skipped line's message is a str)
     kept: dict[str, LineResult] = {}
     usage = Usage()  # (this file's; added to the model's once the file is scored)
     first = FirstOccurrence()
@@ -370,6 +370,7 @@ def _collect(item: _File, results: list, score_dir: Path, dataset: Dataset, opti
     for index in in_line_order:
         (number, text), result = item.lines[index], results[index]
         if isinstance(result, Lost):
+            assert item.context is not None  # (set once a file's lines are read)
             line_result = lost_result(text, item.context, result.reason)
         elif isinstance(result, LineResult):
             line_result = result
@@ -379,11 +380,14 @@ def _collect(item: _File, results: list, score_dir: Path, dataset: Dataset, opti
         usage.add_usage(line_result.usage)
         if line_result.kind == SKIPPED:
             problems.append((number, line_result.message))
-        elif (duplicate := first.problem(line_result.id)) is not None:
+            continue
+        entry_id = line_result.id
+        assert entry_id is not None  # (only a skipped line has no id)
+        if (duplicate := first.problem(entry_id)) is not None:
             problems.append((number, f"{duplicate} (bfcl evaluate refuses the file; exit status 3)"))
-            run.duplicates.append((result_file.path, line_result.id))
+            run.duplicates.append((result_file.path, entry_id))
         else:
-            kept[line_result.id] = line_result
+            kept[entry_id] = line_result
     problems.sort(key=lambda pair: pair[0])
     messages = [f"{path}:{number}: {message}" for number, message in problems]
     outcomes = []
@@ -439,6 +443,8 @@ def _write(score: FileScore, result_file: ResultFile, score_dir: Path, outcomes:
             if outcome.valid:
                 score.correct += 1
                 continue
+            # (a failed entry has its record's line; every outcome kept has its id)
+            assert outcome.line is not None and outcome.id is not None
             if outcome.note is not None:
                 report(f"{shown_path(result_file.path)}: {outcome.id}: {outcome.note}")
             if outcome.error_type in (ErrorType.RESOURCE_LIMIT, ErrorType.INTERNAL_ERROR):

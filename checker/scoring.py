@@ -112,8 +112,10 @@ class LineResult(NamedTuple):
     @classmethod
     def from_text(cls, text: str) -> "LineResult":
         newline = text.find("\n")
-        *fields, has_line = json.loads(text if newline < 0 else text[:newline])
-        return cls(*fields, text[newline + 1 :] if has_line else None)
+        kind, entry_id, message, shape, error_type, error_message, note, usage, has_line = json.loads(
+            text if newline < 0 else text[:newline])
+        return cls(kind, entry_id, message, shape, error_type, error_message, note, usage,
+                   text[newline + 1 :] if has_line else None)
 
 
 def score_text(dataset: Dataset, context: str | Context, text: str) -> str:
@@ -173,6 +175,7 @@ def score_item(dataset: Dataset, context: Context, item: dict) -> LineResult:
 def _own_failure(verdict: Verdict, entry_id: str, context: Context, shape: str | None) -> LineResult:
     """The result of an entry that failed with one of bfcl-safe's own types; its one-line
     message is also the note reported on stderr."""
+    assert verdict.error_type is not None  # (a failed verdict)
     return LineResult(SCORED, entry_id, shape=shape, error_type=verdict.error_type.value,
                       error_message=verdict.error_message, note=verdict.error_message[0],
                       line=render_record(verdict.own_record(entry_id, context.model, context.category)))
@@ -237,7 +240,8 @@ def render_record(record: dict) -> str:
                                       + "; ".join(dict.fromkeys(notes)))
         return dumps_line(degraded)
     except Exception as exc:  # noqa: BLE001 - last resort: the verdict without its details
-        error = record.get("error") if isinstance(record.get("error"), dict) else {}
+        found = record.get("error")
+        error = found if isinstance(found, dict) else {}
         kept = {"id": record.get("id"), "model_name": record.get("model_name"),
                 "test_category": record.get("test_category"), "valid": False,
                 "error": {"error_type": str(error.get("error_type", ErrorType.INTERNAL_ERROR.value))},

@@ -99,7 +99,8 @@ class Verdict:
                           details={"exception": type(exc).__name__})
 
     def error(self) -> dict:
-        """The record's ``error`` dict, keys in the reference's order."""
+        """The record's ``error`` dict, keys in the reference's order (a failed verdict's)."""
+        assert self.error_type is not None, "a passed verdict has no error"
         error: dict[str, Any] = {"error_message": self.error_message, "error_type": self.error_type.value}
         if self.details is not None:
             error["details"] = self.details
@@ -130,6 +131,7 @@ class Verdict:
         if self.valid:
             return {"valid": True}
         entry_id = item.entry["id"]
+        assert self.error_type is not None  # (failed() always sets it)
         if self.error_type.own:
             return self.own_record(entry_id, item.model_name, item.test_category)
         parts = RecordParts() if parts is None else parts

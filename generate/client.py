@@ -139,7 +139,8 @@ def _network() -> tuple[Any, Any]:
 def _deadline_backend() -> Any:
     """A httpcore network backend whose every connect, read and write waits at most
     the time left before the request's deadline."""
-    httpcore, _ = _network()
+    _network()  # (httpcore is there, or ClientUnavailable; imported by name for its classes)
+    import httpcore
 
     class _DeadlineStream(httpcore.NetworkStream):
         def __init__(self, inner: Any):
@@ -303,7 +304,9 @@ def _environment_proxy(base_url: str) -> str | None:
 
 def make_transport(base_url: str, *, max_bytes: int | None = None, deadline: float = 600.0) -> Any:
     """The bounded exchange as an ``httpx`` transport (see the module docstring)."""
-    httpcore, httpx = _network()
+    _network()  # (the packages are there, or ClientUnavailable; imported by name for their classes)
+    import httpcore
+    import httpx
     limit = limits.MAX_ANSWER_BYTES if max_bytes is None else max_bytes
     proxy_url = _environment_proxy(base_url)
 
@@ -334,7 +337,7 @@ def make_transport(base_url: str, *, max_bytes: int | None = None, deadline: flo
                         encodings = _encodings(response.headers)
                         if not encodings and _announced(response.headers) > self.max_bytes:
                             raise AnswerRefused(too_large(self.max_bytes))
-                        body = read_body(response.stream, encodings, self.max_bytes)
+                        body = read_body(response.iter_stream(), encodings, self.max_bytes)
                     finally:
                         response.close()
             finally:

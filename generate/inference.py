@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import copy
 import json
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Protocol
 
 import attrs
 
@@ -87,13 +87,12 @@ class ModelSpec:
         return self.api_name.replace("/", "_").replace("-", "_").replace(".", "_")
 
 
-class Completion:
-    """What :func:`play_entry` needs from a client: ``complete(messages, tools)``
-    returning ``(response, seconds)``, the response an OpenAI SDK
-    ``ChatCompletion`` (or an object with the same attributes)."""
+class Completion(Protocol):
+    """What :func:`play_entry` needs from a client (a protocol: :class:`~bfcl_safe.generate.client.ChatClient`,
+    or any object with the method): ``complete(messages, tools)`` returning ``(response, seconds)``,
+    the response an OpenAI SDK ``ChatCompletion`` (or an object with the same attributes)."""
 
-    def complete(self, messages: list, tools: list | None) -> tuple[Any, float]:  # pragma: no cover - interface
-        raise NotImplementedError
+    def complete(self, messages: list, tools: list | None) -> tuple[Any, float]: ...
 
 
 def serializable(value: Any) -> Any:
@@ -305,7 +304,7 @@ def _play(entry: Mapping[str, Any], prompt: Mapping[str, Any], model: ModelSpec,
     while True:
         turn = episode.turn
         turn_messages = episode.messages(mode=decoder)
-        if turn == 0 and not fc:
+        if turn == 0 and not fc and templates is not None:  # (not fc: templates were checked above)
             turn_messages = with_system_prompt(turn_messages, system_prompt(templates, docs))
         tools = episode.tools(format="openai") if fc else None
         messages.extend(copy.deepcopy(turn_messages))

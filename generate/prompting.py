@@ -52,6 +52,7 @@ def prompting_decode_error(step: Any) -> str | None:
     except (ValueError, RecursionError, MemoryError):
         return None
     body = tree.body
+    calls: list[ast.expr] | None
     if isinstance(body, ast.Call):
         calls = [body]
     else:
@@ -123,9 +124,9 @@ def _resolve(node: Any) -> Any:
         return [_resolve(item) for item in node.elts]
     if isinstance(node, ast.Dict):
         out = {}
-        for key, value in zip(node.keys, node.values):
+        for key, value_node in zip(node.keys, node.values):
             key_value = _resolve(key)
-            item = _resolve(value)
+            item = _resolve(value_node)
             try:
                 out[key_value] = item
             except TypeError as exc:

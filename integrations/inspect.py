@@ -46,7 +46,7 @@ from bfcl_safe.integrations import MissingExtra
 try:
     from inspect_ai import Task, task
     from inspect_ai.dataset import MemoryDataset, Sample
-    from inspect_ai.model import ChatMessageSystem, ChatMessageTool, ChatMessageUser, get_model
+    from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageTool, ChatMessageUser, get_model
     from inspect_ai.scorer import Score, Target, mean, scorer
     from inspect_ai.solver import Generate, TaskState, solver
     from inspect_ai.tool import ToolInfo, ToolParams
@@ -94,8 +94,9 @@ def openai_message(message: Any) -> dict:
 def samples(dataset: Dataset, categories: Iterable[str], ids: Iterable[str] | None = None) -> list[Sample]:
     out = []
     for category, entry in selected_entries(dataset, categories, ids):
-        messages = [(ChatMessageSystem if m["role"] == "system" else ChatMessageUser)(content=m["content"])
-                    for m in turn_messages(dataset.prompt_entry(entry["id"]), 0)]
+        messages: list[ChatMessage] = [
+            (ChatMessageSystem if m["role"] == "system" else ChatMessageUser)(content=m["content"])
+            for m in turn_messages(dataset.prompt_entry(entry["id"]), 0)]
         out.append(Sample(input=messages, id=entry["id"], metadata={"entry_id": entry["id"], "category": category}))
     return out
 

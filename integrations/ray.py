@@ -36,7 +36,7 @@ actors. From Python::
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence, cast
 
 from bfcl_safe.integrations import MissingExtra
 
@@ -50,6 +50,9 @@ except ImportError:  # pragma: no cover - only without the extra
 from bfcl_safe.checker.dataset import Dataset
 from bfcl_safe.checker.parallel import Lost
 from bfcl_safe.interp.errors import BfclSafeError
+
+if TYPE_CHECKING:
+    from ray.actor import ActorHandle
 
 
 class RayUnavailable(BfclSafeError, ConnectionError):
@@ -108,7 +111,10 @@ class RayPool:
         if type(actors) is not int or actors < 1:
             raise ValueError(f"actors must be a positive int, not {actors!r}")
         remote = ray.remote(num_cpus=1)(_Scorer)
-        self.actors = [remote.remote(None if data is None else str(data)) for _ in range(actors)]
+        # (ray types remote() as its ActorProxy, the handle or the class, so that method access checks:
+        # what it returns is the handle)
+        self.actors = [cast("ActorHandle[_Scorer]", remote.remote(None if data is None else str(data)))
+                       for _ in range(actors)]
 
     def map(self, tasks: Sequence[tuple[str, Sequence[str]]],
             progress: Callable[[int], None] | None = None) -> list[list[str | Lost]]:
@@ -164,8 +170,11 @@ class _EpisodeActor:
             raise ArgumentError("episode", f"episode must be an Episode, not {type(episode).__name__}")
         if data is not None and not isinstance(data, str):
             raise ArgumentError("data", f"data must be a path (str) or None, not {type(data).__name__}")
-        self._episode = episode if episode is not None else Episode.from_entry(entry_id, Dataset.open(data),
-                                                                               owner=owner)
+        if episode is None:
+            if entry_id is None:
+                raise ArgumentError("entry_id", "an entry id or an episode is needed (both are None)")
+            episode = Episode.from_entry(entry_id, Dataset.open(data), owner=owner)
+        self._episode = episode
 
     def messages(self) -> list[dict]:
         return self._episode.messages()

@@ -10,7 +10,7 @@ and the fast path handles most texts without it).
 from __future__ import annotations
 
 import unicodedata
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn
 
 import libcst as cst
 
@@ -75,7 +75,7 @@ _DESCRIPTIONS = {
 }
 
 
-def _reject(ctx: _Context, node: cst.CSTNode | None, reason: str) -> None:
+def _reject(ctx: _Context, node: cst.CSTNode | None, reason: str) -> NoReturn:
     raise RejectedInput(reason, ctx.source, None if node is None else _position(ctx, node))
 
 

@@ -13,12 +13,19 @@ ERROR_PREFIX = "Error during execution: "
 # json.dumps builds on every call, built once. No circular-reference bookkeeping: a
 # circular value then fails by recursion instead of ValueError, and every failure is
 # rendered with ``str`` alike.
-_encode = json.encoder.c_make_encoder(
-    None, json.JSONEncoder().default, json.encoder.encode_basestring_ascii, None, ": ", ", ", False, False, True
-) if json.encoder.c_make_encoder is not None else None
+# (json.encoder takes the same C encoder from _json, and is without it when _json is.)
+_encode: Callable[[object, int], Any] | None
+try:
+    from _json import make_encoder
+except ImportError:  # (a Python without json's C accelerator: json.dumps itself)
+    _encode = None
+else:
+    _encode = make_encoder(
+        None, json.JSONEncoder().default, json.encoder.encode_basestring_ascii, None, ": ", ", ", False, False, True
+    )
 
 
-class FrozenJSON(tuple):
+class FrozenJSON(tuple[Any, ...]):
     """An immutable sequence of plain values with its JSON text computed once.
 
     Backends put large constant data (long-context extensions) into results as these:
@@ -26,6 +33,9 @@ class FrozenJSON(tuple):
     thousands of floats again. Everywhere else it behaves as the list it stands for
     would in a result (same JSON, same ``str`` inside the fallback rendering).
     """
+
+    #: The JSON text of the list, None when the values are not JSON.
+    text: str | None
 
     def __new__(cls, values: Any) -> "FrozenJSON":
         global _ANY_FROZEN
@@ -49,7 +59,7 @@ _FROZEN: dict[int, tuple[Any, FrozenJSON]] = {}
 _FROZEN_KEPT = 16
 
 
-def frozen_json(values: list) -> FrozenJSON:
+def frozen_json(values: list[Any]) -> FrozenJSON:
     """The :class:`FrozenJSON` of a constant list, made once per list object while it is
     among the last :data:`_FROZEN_KEPT` asked for. The list must never change."""
     known = _FROZEN.pop(id(values), None)
@@ -64,12 +74,12 @@ def frozen_json(values: list) -> FrozenJSON:
 _MARK = f"bfcl-safe stored JSON {os.urandom(8).hex()} "
 
 
-def encode_with_stored(value: dict, stored: type, encode: Callable[[Any], str]) -> str:
+def encode_with_stored(value: dict[Any, Any], stored: type[Any], encode: Callable[[Any], str]) -> str:
     """``encode(value)``, except that each top-level value of type ``stored`` is written
     as its JSON text (its ``text``) instead of being encoded: it is encoded as a marker
     string, random per process so that no other text can hold it, then replaced."""
-    texts = []
-    plain = {}
+    texts: list[str] = []
+    plain: dict[Any, Any] = {}
     for key, item in value.items():
         if type(item) is stored:
             plain[key] = f"{_MARK}{len(texts)}"
@@ -89,11 +99,11 @@ def encode_with_stored(value: dict, stored: type, encode: Callable[[Any], str]) 
     return "".join(out)
 
 
-def _dumps(value: dict) -> str:
+def _dumps(value: dict[Any, Any]) -> str:
     return "".join(_encode(value, 0)) if _encode is not None else json.dumps(value)
 
 
-def _format_with_frozen(value: dict) -> str:
+def _format_with_frozen(value: dict[Any, Any]) -> str:
     as_lists = {key: list(item) if type(item) is FrozenJSON else item for key, item in value.items()}
     if any(type(item) is FrozenJSON and item.text is None for item in value.values()):
         return format_result(as_lists)
@@ -110,7 +120,8 @@ def format_result(value: Any) -> str:
     """
     kind = type(value)
     if kind is str:
-        return value
+        text: str = value  # (an annotated name, not cast(): once per tool call)
+        return text
     if kind is dict:
         if _ANY_FROZEN and FrozenJSON in map(type, value.values()):
             return _format_with_frozen(value)

@@ -24,7 +24,7 @@ text whose decoding would run model code. A value over the entry's budget raises
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 
@@ -42,7 +42,10 @@ _BINARY_OPERATORS = {
     cst.BitOr: "|", cst.BitXor: "^", cst.MatrixMultiply: "@",
 }
 _UNARY_OPERATORS = {cst.Minus: "-", cst.Plus: "+", cst.BitInvert: "~", cst.Not: "not"}
-_STRINGS = (cst.SimpleString, cst.ConcatenatedString)
+#: The nodes whose value libcst evaluates (``evaluated_value``).
+_LITERALS = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString)
+if TYPE_CHECKING:
+    _Literal = cst.Integer | cst.Float | cst.Imaginary | cst.SimpleString | cst.ConcatenatedString
 
 
 def _computed(function: Any, *arguments: Any) -> Any:
@@ -58,7 +61,7 @@ def _computed(function: Any, *arguments: Any) -> Any:
         raise DecodeError(f"{type(exc).__name__}: {exc}") from None
 
 
-def _literal(node: cst.CSTNode) -> Any:
+def _literal(node: _Literal) -> Any:
     if isinstance(node, cst.Integer) and len(node.value) > limits.MAX_INT_DIGITS:
         # CPython's own limit on int literals: ``eval`` raises ValueError too.
         raise DecodeError("integer literal too long")
@@ -81,15 +84,15 @@ def _elements(elements: Any) -> list:
 def _dict(node: cst.Dict) -> dict:
     out: dict = {}
     for element in node.elements:
-        if isinstance(element, cst.StarredDictElement):
+        if isinstance(element, cst.DictElement):
+            key = evaluate(element.key)
+            value = evaluate(element.value)
+            _computed(out.__setitem__, key, value)  # an unhashable key: TypeError, as eval
+        else:  # (a StarredDictElement: ``**mapping``)
             value = evaluate(element.value)
             if type(value) is not dict:
                 raise DecodeError(f"'{type(value).__name__}' object is not a mapping")
             out.update(value)
-        else:
-            key = evaluate(element.key)
-            value = evaluate(element.value)
-            _computed(out.__setitem__, key, value)  # an unhashable key: TypeError, as eval
     return out
 
 
@@ -105,7 +108,7 @@ def _call(node: cst.Call) -> Any:
         if arg.star == "*":
             args.extend(_computed(list, evaluate(arg.value)))
         elif arg.star == "**" or arg.keyword is not None:
-            if arg.star == "**":
+            if arg.keyword is None:  # (so arg.star == "**")
                 given = evaluate(arg.value)
                 if type(given) is not dict or any(type(key) is not str for key in given):
                     raise DecodeError("'**' of anything but a dict with string keys: TypeError in eval")
@@ -122,7 +125,7 @@ def _call(node: cst.Call) -> Any:
 
 def evaluate(node: cst.CSTNode) -> Any:
     """The value of ``eval`` on the text of ``node`` (see the module docstring)."""
-    if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary, *_STRINGS)):
+    if isinstance(node, _LITERALS):
         return _literal(node)
     if isinstance(node, cst.Name):
         name = identifier(node.value)

@@ -11,7 +11,7 @@ and :func:`~bfcl_safe.checker.decoders.guard.check_libcst_input`, the guard in f
 from __future__ import annotations
 
 import ast
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, TypeGuard
 
 import libcst as cst
 
@@ -22,6 +22,9 @@ from bfcl_safe.interp import limits
 _CONSTANT_NODES = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString)
 _NAMED_CONSTANTS = {"True": True, "False": False, "None": None}
 _EMPTY = cst.Module(body=[])
+if TYPE_CHECKING:
+    _Constant = (cst.Integer | cst.Float | cst.Imaginary | cst.SimpleString | cst.ConcatenatedString | cst.Ellipsis
+                 | cst.Name)
 
 
 # ------------------------------------------------------------------ the nodes
@@ -31,13 +34,13 @@ def _code(node: cst.CSTNode) -> str:
     return _EMPTY.code_for_node(node)
 
 
-def _is_constant(node: cst.CSTNode) -> bool:
+def _is_constant(node: cst.CSTNode) -> TypeGuard[_Constant]:
     return isinstance(node, (*_CONSTANT_NODES, cst.Ellipsis)) or (
         isinstance(node, cst.Name) and node.value in _NAMED_CONSTANTS
     )
 
 
-def _constant(node: cst.CSTNode) -> Any:
+def _constant(node: _Constant) -> Any:
     if isinstance(node, cst.Ellipsis):
         return ...
     if isinstance(node, cst.Name):
@@ -52,7 +55,7 @@ def _constant(node: cst.CSTNode) -> Any:
     return value
 
 
-def _unparse(code: str, pick: Callable[[ast.AST], str]) -> str:
+def _unparse(code: str, pick: Callable[[ast.expr], str]) -> str:
     # ``ast`` is used only to reproduce the reference's ``ast.unparse`` text for a
     # piece it renders as a string; parsing builds a tree, nothing runs.
     try:
@@ -101,8 +104,14 @@ def _resolve_value(node: cst.CSTNode) -> Any:
             return _unparse(_code(node), ast.unparse)
         return resolve_call(node)
     if isinstance(node, cst.Subscript):
-        return _unparse(_code(node), lambda n: ast.unparse(n.value) + "[" + ast.unparse(n.slice) + "]")
+        return _unparse(_code(node), _subscript_text)
     raise DecodeError(f"Unsupported AST type: {type(node).__name__}")
+
+
+def _subscript_text(node: ast.expr) -> str:
+    """The reference's rendering of a subscript (``node``: the code of a cst.Subscript, parsed)."""
+    assert isinstance(node, ast.Subscript)
+    return ast.unparse(node.value) + "[" + ast.unparse(node.slice) + "]"
 
 
 def _resolve_element(element: cst.BaseElement) -> Any:
