@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from bfcl_safe.checker.contract import MULTI_TURN_CATEGORIES
 from bfcl_safe.checker.dataset import Dataset
@@ -52,9 +53,10 @@ def write_demo_results(dataset: Dataset, result_dir: Path, entries: int = DEMO_E
             lines = []
             for index, entry in enumerate(dataset.entries(category)[:entries]):
                 truth = dataset.ground_truth_for(entry["id"])
-                result = render(truth, entry["involved_classes"])
+                result: list[Any] = render(truth, entry["involved_classes"])
                 if index % 10 == WRONG:  # wrong: no calls in the last turn
-                    result[-1] = [[]] if model == DEMO_MODEL_FC else ["Done."]
+                    last: list[Any] = [[]] if model == DEMO_MODEL_FC else ["Done."]
+                    result[-1] = last
                 elif index % 10 == HOSTILE:  # hostile steps before the right calls
                     result[0] = [hostile[index // 10 % len(hostile)], *result[0]]
                 elif index % 10 == TRUNCATED:  # a turn lost: force-terminated

@@ -210,7 +210,7 @@ def explain_entry(
             results = executed["model"][number] if executed is not None else None
             model_steps.append({"calls": shown_turns[index][number], "results": results})
         truth_results = executed["ground_truth"] if executed is not None else None
-        if valid or index < failing:
+        if valid or (failing is not None and index < failing):
             status = "passed"
         elif index == failing:
             status = "failed"

@@ -150,7 +150,7 @@ def read_score_summary(path: str | os.PathLike) -> dict:
     except (NotJSON, TooDeep):
         raise ScoreFileError(f"{shown_path(path)}: the first line is not JSON") from None
     accuracy = summary.get("accuracy") if isinstance(summary, dict) else None
-    if type(accuracy) not in (int, float) or not math.isfinite(accuracy) or not 0 <= accuracy <= 1:
+    if not (type(accuracy) is int or type(accuracy) is float) or not math.isfinite(accuracy) or not 0 <= accuracy <= 1:
         raise ScoreFileError(f"{shown_path(path)}: the first line has no 'accuracy' between 0 and 1")
     for key in ("correct_count", "total_count"):
         if key in summary and type(summary[key]) is not int:
