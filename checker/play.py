@@ -295,9 +295,6 @@ class Snapshot:
 # --------------------------------------------------------------------------- the episode
 
 
-_PLAIN_LEAVES = (str, int, float, bool, type(None))
-
-
 def _plain_step(value: Any, depth_limit: int, name: str = "step") -> Any:
     """``value`` copied into plain JSON-like data (dicts with str keys, lists; tuples
     become lists), iteratively; StepInputError for anything else (its ``where`` starts

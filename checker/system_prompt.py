@@ -6,8 +6,8 @@ The system prompt's wording is BFCL's own data: it is read from the dataset's wh
 and only its literal assignments taken — nothing from the wheel is imported or executed — and assembled the
 way BFCL assembles its default format (``ret_fmt=python&tool_call_tag=False&
 func_doc_fmt=json&prompt_fmt=plaintext&style=classic``; the multi-turn categories use no
-other). Moved here from ``generate/prompting.py`` (which re-exports it) so that the
-integrations, a layer beside ``generate``, can use it.
+other). It sits in ``checker`` so that ``generate`` and the integrations, layers side by
+side, both use it.
 """
 
 from __future__ import annotations
