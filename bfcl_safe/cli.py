@@ -19,9 +19,10 @@ The boundary catches every error of every command, once:
 - Ctrl-C says which score files were written and which were not (exit status 130).
 
 Exit statuses: 0 scoring completed (whatever the accuracy); 1 could not score (bad
-path, no dataset, unreadable layout); 2 usage error (click); 3 scoring completed but
-some result files were refused and not scored (e.g. entries missing without
-``--partial-eval``); 70 internal error; 130 interrupted.
+path, no dataset, unreadable layout); 2 usage error (click); 3 a run ``bfcl evaluate``
+would not accept (entries missing without ``--partial-eval``: that file not scored, no
+CSV written; a duplicate id: first occurrence scored) or files not written; 70 internal
+error; 130 interrupted.
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ LAZY_COMMANDS: dict[str, Callable[[], click.Command]] = {
     "explain": functools.partial(_checker_command, "explain"),
     "generate": _generate_command,
     "serve": _serve_command,
+    "scores": functools.partial(_checker_command, "scores"),
 }
 
 

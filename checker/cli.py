@@ -10,9 +10,10 @@ controls is passed through :func:`bfcl_safe.checker.terminal.shown` before it is
 printed, click's own messages included (a path quoted in a usage error).
 
 Exit statuses: 0 scoring completed (whatever the accuracy); 1 could not score (bad
-path, no dataset, unreadable layout); 2 usage error (click); 3 scoring completed but
-some result files were refused and not scored (e.g. entries missing without
-``--partial-eval``); 70 internal error; 130 interrupted.
+path, no dataset, unreadable layout); 2 usage error (click); 3 the run is not one
+``bfcl evaluate`` would accept (entries missing without ``--partial-eval``: that file
+is not scored and no CSV is written; a duplicate id: the first occurrence is scored) or
+a score file or the CSVs could not be written; 70 internal error; 130 interrupted.
 """
 
 from __future__ import annotations
@@ -151,7 +152,7 @@ def interrupted_message() -> str:
              + (f" ({_listed(done)})" if done else "")]
     if not_done:
         parts.append(f"not written: {_listed(not_done)}")
-    parts.append("data_multi_turn.csv not updated; run the command again to score everything")
+    parts.append("leaderboard CSVs not updated; run the command again to score everything")
     return shown("; ".join(parts))
 
 
@@ -312,7 +313,7 @@ def _print_table(scores: Sequence[Any], turn_credit: dict[int, float | None] | N
 
 
 def _turn_credit(scores: Sequence[Any], dataset: Dataset) -> dict[int, float | None]:
-    from bfcl_safe.checker.scores import turn_accuracy
+    from bfcl_safe.checker.leaderboard import turn_accuracy
 
     def turns(entry_id: Any) -> int | None:
         try:
@@ -398,7 +399,8 @@ def _discover(plan: Plan, say: Messages) -> list[Any]:
     return files
 
 
-def _score(plan: Plan, options: Any, dataset: Dataset, *, partial_credit_column: bool, pool: Any = None) -> int:
+def _score(plan: Plan, options: Any, dataset: Dataset, *, partial_credit_column: bool, pool: Any = None,
+           partial_note: bool = True) -> int:
     """Score, print the table and what was refused or included; return the exit status."""
     from bfcl_safe.checker import runner
 
@@ -432,11 +434,12 @@ def _score(plan: Plan, options: Any, dataset: Dataset, *, partial_credit_column:
     scores = list(run)
     _print_table(scores + list(run.refused), _turn_credit(scores, dataset) if partial_credit_column else None)
     entries = sum(s.total for s in scores)
-    where = f"Score files and data_multi_turn.csv are in {shown(plan.score_dir)}" if run.csv_path is not None else \
-        f"Score files are in {shown(plan.score_dir)}; data_multi_turn.csv was NOT written (see above)"
+    where = f"Score files and the six leaderboard CSVs (data_overall.csv, ...) are in {shown(plan.score_dir)}" \
+        if run.csv_path is not None else \
+        f"Score files are in {shown(plan.score_dir)}; the leaderboard CSVs were NOT written (see above)"
     click.echo(f"\nScored {entries} entries in {elapsed:.1f}s. {where}")
 
-    if options.partial and scores:
+    if options.partial and scores and partial_note:
         click.echo("note: --partial-eval: accuracies are over the entries present in each file; they can differ "
                    "from a full evaluation and from the leaderboard", err=True)
     if run.failed_entries:
@@ -444,7 +447,7 @@ def _score(plan: Plan, options: Any, dataset: Dataset, *, partial_credit_column:
         click.echo("Non-official failures (see SECURITY.md): "
                    + ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items())), err=True)
     if run.foreign_score_files:
-        click.echo(f"data_multi_turn.csv also includes {len(run.foreign_score_files)} score file(s) this run did "
+        click.echo(f"The leaderboard CSVs also include {len(run.foreign_score_files)} score file(s) this run did "
                    "not write (earlier runs or other models; listed above)", err=True)
     problems = []
     if run.refused:
@@ -458,6 +461,10 @@ def _score(plan: Plan, options: Any, dataset: Dataset, *, partial_credit_column:
                         + ", ".join(f"{s.model}/{s.category}" for s in not_scored))
     for problem in problems:
         click.echo(f"Not scored: {shown(problem)}", err=True)
+    if run.duplicates:
+        files_with = sorted({shown(path) for path, _ in run.duplicates})
+        click.echo(f"Duplicate ids: {len(run.duplicates)} (bfcl evaluate refuses such a file; the first occurrence "
+                   f"was scored; exit status 3) in: " + ", ".join(files_with), err=True)
     return 0 if run.ok else EXIT_NOT_ALL_SCORED
 
 
@@ -484,9 +491,12 @@ def _existing_dir(path: Path, flag: str) -> Path:
     return path
 
 
-@click.command(epilog="Exit status: 0 scoring completed (whatever the accuracy); 1 could not score; 2 usage "
-                     "error; 3 some result files refused (entries missing) or score files not written; "
-                     "70 internal error; 130 interrupted.")
+@click.command(epilog="Exit status: 0 every result file scored and the six leaderboard CSVs written (whatever "
+                     "the accuracy); 1 could not score; 2 usage error; 3 the run is not what bfcl evaluate would "
+                     "accept: a result file lacks entries without --partial-eval (that file is not scored and "
+                     "no CSV is written, as bfcl evaluate writes none), a result file holds a duplicate id (the "
+                     "first occurrence is scored, the CSVs are written), or a score file or the CSVs could not "
+                     "be written; 70 internal error; 130 interrupted.")
 @click.option("--model", "models", multiple=True, metavar="NAME",
               help="Score only this model (repeatable, or comma-separated): a registry name like "
                    "openai/gpt-oss-120b or its folder name openai_gpt-oss-120b. Default: every model folder.")
@@ -495,11 +505,12 @@ def _existing_dir(path: Path, flag: str) -> Path:
                    "comma-separated). Other BFCL categories are accepted and skipped with a notice.")
 @result_dir_option
 @click.option("--score-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Where score files and data_multi_turn.csv are written (default: score/ beside the "
+              help="Where score files and the six leaderboard CSVs are written (default: score/ beside the "
                    "default result dir; relative paths likewise).")
 @click.option("--partial-eval", "--partial", "partial_eval", is_flag=True,
               help="Score only the entries present in each result file (as bfcl's --partial-eval). Without it, "
-                   "a file that lacks entries is not scored, as in BFCL, and the exit status is 3.")
+                   "a file that lacks entries is not scored, no leaderboard CSV is written (as in BFCL) and the "
+                   "exit status is 3.")
 @data_option
 @click.option("--jobs", "-j", default=1, show_default=True, type=click.IntRange(1, 256),
               help="Processes to score in: this one and N-1 forked from it (worth it on "
@@ -593,7 +604,9 @@ def demo(demo_dir: Path | None, data: str | None, entries: int, jobs: int) -> No
     click.echo(shown_lines(describe(entries)))
     click.echo(f"\nDemo results written to {shown(result_dir)}\n")
     plan = Plan(result_dir, folder / "score", (), MULTI_TURN_CATEGORIES, {})
-    _score(plan, Options(jobs=jobs, partial=True, decoder="auto"), dataset, partial_credit_column=False)
+    # (the demo scores a few entries per category: partial by design, no note about a flag not given)
+    _score(plan, Options(jobs=jobs, partial=True, decoder="auto"), dataset, partial_credit_column=False,
+           partial_note=False)
 
 
 @click.command()
@@ -614,6 +627,54 @@ def explain(result_dir: Path | None, entry_id: str, model: str | None, data: str
     explanation = explain_entry(result_dir, entry_id, dataset,
                                 model=folder_for_model(model) if model is not None else None, report=say.note)
     click.echo(json_shown(render_json(explanation)) if as_json else shown_lines(render_text(explanation)))
+
+
+#: ``bfcl-safe scores``: the tables it can show, and the columns of the overall one (the
+#: columns ``bfcl scores`` selects, those the pinned CSV has, with the agentic sections).
+SCORE_TABLES = ("overall", "non_live", "live", "multi_turn", "agentic", "format_sensitivity")
+OVERALL_SHOWN = ("Rank", "Model", "Overall Acc", "Non-Live AST Acc", "Live Acc", "Multi Turn Acc", "Web Search Acc",
+                 "Memory Acc", "Relevance Detection", "Irrelevance Detection", "Total Cost ($)", "Latency Mean (s)")
+
+
+@click.command(epilog="Exit status: 0 the table was shown; 1 the CSV is missing, not a regular file, too large or "
+                     "not a leaderboard CSV.")
+@click.option("--score-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="The score folder (default: score/ under $BFCL_PROJECT_ROOT, else under the current directory; "
+                   "a relative path is taken from there too).")
+@click.option("--table", type=click.Choice(SCORE_TABLES), default="overall", show_default=True,
+              help="Which leaderboard CSV to show (data_TABLE.csv); overall shows its main columns, the others "
+                   "every column.")
+def scores(score_dir: Path | None, table: str) -> None:
+    """Print the leaderboard from the CSVs in the score folder, like `bfcl scores`."""
+    from bfcl_safe.checker.leaderboard import read_leaderboard_csv
+
+    path = under_root(score_dir, "score") / f"data_{table}.csv"
+    header, rows = read_leaderboard_csv(path)
+    if table == "overall":
+        missing = [column for column in OVERALL_SHOWN if column not in header]
+        if missing:
+            raise CommandError(f"{path}: not a leaderboard CSV (no column {missing[0]!r})")
+        wanted = [header.index(column) for column in OVERALL_SHOWN]
+        header, rows = [header[i] for i in wanted], [[row[i] for i in wanted] for row in rows]
+    click.echo(_grid(header, rows))
+    if not rows:
+        click.echo(f"(no model in {shown(path)})")
+
+
+def _grid(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A plain-text table: columns padded to their widest cell, every cell through
+    :func:`shown` and cut to ``MAX_SHOWN_CELL_CHARS``."""
+    from bfcl_safe.interp.limits import MAX_SHOWN_CELL_CHARS
+
+    def cell(text: str) -> str:
+        text = shown(text)
+        return text if len(text) <= MAX_SHOWN_CELL_CHARS else text[: MAX_SHOWN_CELL_CHARS - 3] + "..."
+
+    table = [[cell(c) for c in header], *([cell(c) for c in row] for row in rows)]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    lines = [" | ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in table]
+    lines.insert(1, "-+-".join("-" * w for w in widths))
+    return "\n".join(lines)
 
 
 @click.group()
@@ -649,7 +710,9 @@ def info(data: str | None) -> None:
         f"source:   {'--data' if data is not None else 'the cache (bfcl-safe data fetch)'}",
         f"version:  {shown(dataset.version or 'unknown')}",
         f"sha256:   {sha if sha is not None else '(a folder: no wheel file to hash)'}",
-        f"pinned:   {'yes' if pinned else 'NO'} ({PINNED_REQUIREMENT}, sha256 {WHEEL_SHA256})",
+        (f"pinned:   {'yes' if pinned else 'NO'} ({PINNED_REQUIREMENT}, sha256 {WHEEL_SHA256})" if sha is not None
+         else f"pinned:   unverified (a folder cannot be hashed; its version is "
+              f"{'the pinned one' if pinned else 'NOT the pinned one'}, {PINNED_REQUIREMENT})"),
     ]
     for category in MULTI_TURN_CATEGORIES:
         lines.append(f"  {category}: {len(dataset.entries(category))} entries")

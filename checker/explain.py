@@ -228,7 +228,12 @@ def explain_entry(
             "run": executed is not None,
         }
         if status == "failed" and turn_verdict.error_type is not None:
-            turn["error_type"] = str(turn_verdict.error_type)
+            # The turn is labelled with the entry's official error type; when that is
+            # force_terminated and the turn also failed its own checks, those are shown
+            # beside it (``turn_check``), with their diagnostics (state diff, responses).
+            turn["error_type"] = str(verdict.error_type)
+            if verdict.turn_failure is not None:
+                turn["turn_check"] = str(turn_verdict.error_type)
             message = turn_verdict.error_message
             turn["error_message"] = message[0] if isinstance(message, list) and len(message) == 1 else message
             if turn_verdict.error_type is ErrorType.EMPTY_TURN:
@@ -335,6 +340,8 @@ def render_text(explanation: dict) -> str:
         if not turn["run"]:
             lines.append("  (not run: scoring stops at the first failing turn)" if turn["status"] == "not checked"
                          else "  (not run)")
+        if "turn_check" in turn:
+            lines.append(f"  this turn's own checks fail too: {turn['turn_check']}")
         if "error_message" in turn:
             lines.append(f"  error: {_short(turn['error_message'], 400)}")
         diff = turn.get("state_diff")

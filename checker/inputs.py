@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import io
 import os
-import re
 import stat
 import zipfile
 import zlib
@@ -34,6 +33,7 @@ from pathlib import Path
 from typing import IO, Any, NamedTuple
 
 from bfcl_safe.checker.codec import NotJSON, TooDeep, loads_bounded
+from bfcl_safe.checker.terminal import shown
 from bfcl_safe.interp.errors import BfclSafeError
 from bfcl_safe.interp.limits import (
     MAX_DATASET_FILE_BYTES,
@@ -75,15 +75,14 @@ class UnreadableFile(BfclSafeError, OSError):
         return (type(self), (self.path, self.reason, self.detail))
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
 
 
 def shown_path(path: Any) -> str:
-    """A path as one line of text: control characters escaped visibly, undecodable bytes
-    of a non-UTF-8 name as ``\\xNN``."""
-    text = os.fsdecode(path) if isinstance(path, (bytes, os.PathLike)) else str(path)
-    text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+    """A path as one line of text, through the one cell rule (:func:`terminal.shown`):
+    control and bidi characters escaped visibly, undecodable bytes of a non-UTF-8 name
+    as ``\\xNN``."""
+    return shown(path)
 
 
 def _kind(mode: int) -> str:

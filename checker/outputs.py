@@ -32,11 +32,14 @@ from bfcl_safe.checker.inputs import shown_path
 from bfcl_safe.interp.errors import BfclSafeError
 from bfcl_safe.interp.limits import MAX_FOLDER_NAME_BYTES
 
-#: The leaderboard CSV, a file directly in the score dir.
+#: The multi-turn leaderboard CSV, a file directly in the score dir.
 CSV_NAME = "data_multi_turn.csv"
+#: The six leaderboard CSVs ``evaluate`` writes there (``checker/leaderboard.py``).
+LEADERBOARD_CSV_NAMES = ("data_non_live.csv", "data_live.csv", CSV_NAME, "data_agentic.csv",
+                         "data_format_sensitivity.csv", "data_overall.csv")
 #: Names a model folder may not have: a folder of that name in the score dir would take
-#: the CSV's place.
-RESERVED_FOLDER_NAMES = frozenset({CSV_NAME})
+#: a CSV's place.
+RESERVED_FOLDER_NAMES = frozenset(LEADERBOARD_CSV_NAMES)
 
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)

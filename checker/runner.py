@@ -39,6 +39,7 @@ from bfcl_safe.checker.dataset import Dataset
 from bfcl_safe.checker.decoders.models import decoder_for_model
 from bfcl_safe.checker.errors import ErrorType
 from bfcl_safe.checker.inputs import UnreadableFile, shown_path
+from bfcl_safe.checker.leaderboard import CSV_FILES, MULTI_TURN_CSV, Usage, write_leaderboard
 from bfcl_safe.checker.outputs import ScoreFileWriter
 from bfcl_safe.checker.parallel import ForkPool, InProcessPool, Lost, Pool, cannot_fork
 from bfcl_safe.checker.results_io import (
@@ -50,7 +51,6 @@ from bfcl_safe.checker.results_io import (
     shown,
     too_long,
 )
-from bfcl_safe.checker.scores import write_leaderboard_csv
 from bfcl_safe.checker.scoring import (
     SKIPPED,
     UNKNOWN,
@@ -62,6 +62,7 @@ from bfcl_safe.checker.scoring import (
     score_text,
 )
 from bfcl_safe.interp.errors import BfclSafeError
+from bfcl_safe.interp.limits import MAX_USAGE_NUMBERS
 
 __all__ = ["FileScore", "ScoreRun", "ScoreDirError", "score_tree"]
 
@@ -127,11 +128,17 @@ class ScoreRun(list):
         self.unwritten: list[str] = []
         self.foreign_score_files: list[Path] = []
         self.failed_entries: list[tuple[Path, str, str]] = []
+        #: ``(path, id)`` of every id found more than once in a result file.
+        self.duplicates: list[tuple[Path, str]] = []
+        #: Per model folder, the numbers of its result lines for cost and latency.
+        self.usage: dict[str, Usage] = {}
+        #: The six leaderboard CSVs written (none when a file was refused or writing failed).
+        self.csv_paths: list[Path] = []
         self.csv_path: Path | None = None
 
     @property
     def ok(self) -> bool:
-        return not self.refused and not self.unwritten and self.csv_path is not None
+        return not self.refused and not self.unwritten and not self.duplicates and self.csv_path is not None
 
 
 def check_score_dir(result_dir: Path, score_dir: Path) -> None:
@@ -244,21 +251,39 @@ def score_tree(
                 run.append(score)
                 if score.score_path is not None:
                     written.add(score.score_path)
-    models = list(dict.fromkeys(result_file.model for result_file in files))
-    if run or run.refused:
+    # The reference's table order: the models of this run in the order the result folder
+    # lists them (its iterdir; files are scored in name order), then the score folder's.
+    listed = _listing_order(result_dir)
+    models = sorted(dict.fromkeys(result_file.model for result_file in files),
+                    key=lambda model: listed.get(model, len(listed)))
+    if run.refused:
+        # As bfcl evaluate, which stops there: no leaderboard from a run that left files
+        # unscored (it would mix this run's scores with older score files of those).
+        report(f"leaderboard CSVs not written: {len(run.refused)} result file(s) not scored (entries missing)")
+    elif run:
         try:
             included: list[Path] = []
-            run.csv_path = write_leaderboard_csv(score_dir, dataset, first_models=models,
-                                                 display_names=dict(options.display_names),
-                                                 partial_credit=options.partial_credit, report=report,
-                                                 included=included)
+            run.csv_paths = write_leaderboard(score_dir, dataset, usage=run.usage, first_models=models,
+                                              display_names=dict(options.display_names),
+                                              partial_credit=options.partial_credit, report=report,
+                                              included=included)
+            run.csv_path = run.csv_paths[CSV_FILES.index(MULTI_TURN_CSV)]
         except (BfclSafeError, OSError) as exc:
-            report(f"{shown_path(score_dir)}: data_multi_turn.csv not written: {_reason(exc)}")
+            report(f"{shown_path(score_dir)}: leaderboard CSVs not written: {_reason(exc)}")
         else:
             run.foreign_score_files = [path for path in included if path not in written]
             for path in run.foreign_score_files:
-                report(f"{shown_path(path)}: included in data_multi_turn.csv, not written by this run")
+                report(f"{shown_path(path)}: included in the leaderboard CSVs, not written by this run")
     return run
+
+
+def _listing_order(folder: Path) -> dict[str, int]:
+    """``{name: position}`` of the entries of ``folder`` in the file system's listing order."""
+    try:
+        with os.scandir(folder) as listing:
+            return {entry.name: index for index, entry in enumerate(listing)}
+    except OSError:
+        return {}
 
 
 def _reason(exc: BaseException) -> str:
@@ -338,6 +363,7 @@ def _collect(item: _File, results: list, score_dir: Path, dataset: Dataset, opti
     # Line problems in line order; then the kept entries (first occurrence of an id).
     problems: list[tuple[int, str]] = list(item.problems)
     kept: dict[str, LineResult] = {}
+    usage = Usage()  # (this file's; added to the model's once the file is scored)
     first = FirstOccurrence()
     # In line order (they were scored in id order): the first occurrence of an id is kept.
     in_line_order = sorted(range(len(item.lines)), key=lambda index: item.lines[index][0])
@@ -350,10 +376,12 @@ def _collect(item: _File, results: list, score_dir: Path, dataset: Dataset, opti
         else:
             line_result = LineResult.from_text(result)
         results[index] = None  # (its text is in line_result now)
+        usage.add_usage(line_result.usage)
         if line_result.kind == SKIPPED:
             problems.append((number, line_result.message))
         elif (duplicate := first.problem(line_result.id)) is not None:
-            problems.append((number, duplicate))
+            problems.append((number, f"{duplicate} (bfcl evaluate refuses the file; exit status 3)"))
+            run.duplicates.append((result_file.path, line_result.id))
         else:
             kept[line_result.id] = line_result
     problems.sort(key=lambda pair: pair[0])
@@ -382,6 +410,15 @@ def _collect(item: _File, results: list, score_dir: Path, dataset: Dataset, opti
         score.refused = True
         run.refused.append(score)
         return score
+    total = run.usage.setdefault(result_file.model, Usage())
+    was_over = total.overflow
+    total.add_usage(None if usage.overflow else (usage.latencies, usage.input_tokens, usage.output_tokens))
+    if usage.overflow and not total.overflow:
+        total.overflow = True
+        total.latencies, total.input_tokens, total.output_tokens = [], [], []
+    if total.overflow and not was_over:
+        report(f"model {shown(result_file.model)}: more than {MAX_USAGE_NUMBERS:,} latencies and token counts; "
+               f"its cost and latency cells are N/A")
     if not outcomes:
         return score
     try:

@@ -27,6 +27,7 @@ from bfcl_safe.checker.boundary import EntryBoundary
 from bfcl_safe.checker.codec import RawJSON, dumps_line, raw_value
 from bfcl_safe.checker.dataset import Dataset
 from bfcl_safe.checker.errors import ErrorType
+from bfcl_safe.checker.leaderboard import line_usage
 from bfcl_safe.checker.results_io import LineProblem, malformed, parse_line
 from bfcl_safe.checker.verdict import CheckOptions, EntryInput, RecordParts, Verdict, check_entry
 
@@ -79,7 +80,9 @@ SCORED = "scored"
 class LineResult(NamedTuple):
     """What scoring one line gave. ``line`` is the failure record's score-file line
     (None when the entry passed); ``note`` a one-line message for stderr (resource
-    limit, internal error); ``shape`` what is wrong with the result's shape, if anything."""
+    limit, internal error); ``shape`` what is wrong with the result's shape, if anything;
+    ``usage`` the line's numbers for the leaderboard's cost and latency
+    (:func:`bfcl_safe.checker.leaderboard.line_usage`), taken where the line is parsed."""
 
     kind: str
     id: str | None = None
@@ -88,6 +91,7 @@ class LineResult(NamedTuple):
     error_type: str | None = None
     error_message: Any = None
     note: str | None = None
+    usage: Any = None
     line: str | None = None
 
     @property
@@ -99,7 +103,7 @@ class LineResult(NamedTuple):
         score-file line holds no raw newline; not escaping it again saves copying it)."""
         try:
             head = json.dumps([self.kind, self.id, self.message, self.shape, self.error_type, self.error_message,
-                               self.note, self.line is not None], ensure_ascii=False)
+                               self.note, self.usage, self.line is not None], ensure_ascii=False)
         except (TypeError, ValueError, RecursionError):
             # (error_message is only shown in the summary table; the score-file line keeps it all)
             return self._replace(error_message=["(see the score file)"]).to_text()
@@ -140,11 +144,13 @@ def score_line(dataset: Dataset, context: Context, text: str) -> LineResult:
     except Exception as exc:  # noqa: BLE001 - e.g. MemoryError on a line near the size limit
         return LineResult(SKIPPED, message=f"cannot be read ({type(exc).__name__}); line skipped")
     entry_id = item["id"]
+    usage = line_usage(item)
     try:
         dataset.entry(entry_id)
     except KeyError:
-        return LineResult(UNKNOWN, entry_id)
-    return score_item(dataset, context, item)
+        return LineResult(UNKNOWN, entry_id, usage=usage)
+    result = score_item(dataset, context, item)
+    return result if usage is None else result._replace(usage=usage)
 
 
 def score_item(dataset: Dataset, context: Context, item: dict) -> LineResult:
@@ -182,7 +188,8 @@ def lost_result(text: str, context: Context, reason: str) -> LineResult:
         return LineResult(SKIPPED, message=str(exc))
     except Exception as exc:  # noqa: BLE001
         return LineResult(SKIPPED, message=f"cannot be read ({type(exc).__name__}); line skipped")
-    return _own_failure(Verdict.lost(reason), item["id"], context, malformed(item["result"]))
+    return _own_failure(Verdict.lost(reason), item["id"], context, malformed(item["result"]))._replace(
+        usage=line_usage(item))
 
 
 def score_entry(dataset: Dataset, item: dict, context: Context) -> dict:

@@ -1,9 +1,11 @@
-"""What the command line prints, made safe to show on a terminal.
+"""The one cell rule: what the command line prints and what a CSV cell holds, made safe.
 
-Every string a model or a file controls (model and folder names, ids, result text,
-messages that quote them, paths) goes through :func:`shown` before it reaches a
-terminal, so that no escape sequence can move the cursor, clear the screen, set the
-window title or colours, hide text (bidi overrides) or forge lines:
+Every string a model, a file, a folder or an option controls (model and folder names,
+display names, ids, result text, messages that quote them, paths) goes through
+:func:`shown` before it reaches a terminal, and through :func:`csv_cell` (which starts
+with :func:`shown`) before it becomes a cell of a leaderboard CSV, so that no escape
+sequence can move the cursor, clear the screen, set the window title or colours, hide
+text (bidi overrides) or forge lines:
 
 - C0 controls (U+0000-U+001F, newline and tab included), DEL (U+007F) and C1 controls
   (U+0080-U+009F, among them the one-byte CSI U+009B) become visible escapes:
@@ -18,6 +20,16 @@ window title or colours, hide text (bidi overrides) or forge lines:
 - everything else, ordinary Unicode included (accents, CJK, emoji), is kept as it is.
 
 A backslash is kept too: the escapes are for the eye, not a reversible encoding.
+Paths (``str``, ``bytes`` or path objects) are decoded as the file system does first.
+
+:func:`csv_cell` adds the spreadsheet rules (OWASP, "CSV Injection"): a text cell that
+would start a formula (``=``, ``+``, ``-``, ``@``, or a tab or carriage return, which
+:func:`shown` has already made visible) gets a leading ``'``, and a cell holding a
+comma or a quote is quoted as the ``csv`` module quotes it, so no name adds a row or a
+column. Numbers never go through it (they are formatted by the leaderboard itself):
+``-1`` stays ``-1``. On every text the reference writes into its CSVs (the pinned
+registry's names, links, organisations and licences; ``N/A``) it changes nothing, so
+those cells keep the reference's bytes.
 
 :func:`shown_lines` is the last guard on whole blocks of our own text (a table, an
 explanation): it escapes the same characters except the newlines that separate the
@@ -30,6 +42,7 @@ redrawn in place, with messages printed cleanly above it.
 
 from __future__ import annotations
 
+import os
 import re
 from typing import IO
 
@@ -64,11 +77,32 @@ def _json_escape(match: re.Match) -> str:
 
 def shown(value: object) -> str:
     """``str(value)`` with every control, bidi and unencodable character escaped
-    visibly (see the module docstring). One line: newlines are escaped too."""
+    visibly (see the module docstring). One line: newlines are escaped too. Bytes and
+    path objects are decoded as file names (``os.fsdecode``: undecodable bytes show as
+    ``\\xNN``)."""
+    if isinstance(value, (bytes, os.PathLike)):
+        value = os.fsdecode(value)
     text = value if isinstance(value, str) else str(value)
     if text.isascii() and text.isprintable():  # (no control character: nothing to escape)
         return text
     return _escaped(text, UNSAFE)
+
+
+#: First characters that make a spreadsheet read a cell as a formula (OWASP).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+_CSV_QUOTED = re.compile(r'[,"\r\n]')
+
+
+def csv_cell(value: object) -> str:
+    """A text cell of a leaderboard CSV: :func:`shown`, then a leading ``'`` if it would
+    start a formula, then quoted (``"..."``, inner quotes doubled) if it holds a comma or
+    a quote. Only for text (names, links); numbers are formatted, never passed here."""
+    text = shown(value)
+    if text.startswith(FORMULA_STARTS):
+        text = "'" + text
+    if _CSV_QUOTED.search(text):
+        text = '"' + text.replace('"', '""') + '"'
+    return text
 
 
 def shown_lines(text: str) -> str:

@@ -3,8 +3,9 @@ the model, generate writes BFCL result files, ``--evaluate`` scores them.
 
     python examples/generate_scripted.py [--data WHEEL] [--mode fc|prompting] [--policy truth|mixed] [ID ...]
 
-Run from a checkout of bfcl-safe (the scripted server lives in ``tests/scripted_server.py``:
-a real HTTP server on 127.0.0.1 answering chat completions from a script). The ``truth``
+The scripted server is ``bfcl_safe.checker.scripted_server`` (a real HTTP server on
+127.0.0.1 answering chat completions from a script; ``python -m
+bfcl_safe.checker.scripted_server --policy truth`` runs it on its own). The ``truth``
 policy answers each turn with its ground-truth calls, then a text reply: every entry
 scores 100%. The ``mixed`` policy also sends mutated calls, malformed calls, text with
 no call and endless calls (force-terminated after BFCL's 20 steps), per turn.
@@ -35,7 +36,7 @@ def main(argv: Sequence[str] | None = None, log: Callable[[str], None] = print) 
     from bfcl_safe.cli import main as bfcl_safe
     from bfcl_safe.checker.contract import MULTI_TURN_CATEGORIES, category_of
     from bfcl_safe.checker.dataset import Dataset
-    from tests.scripted_server import EntryScript, ScriptedServer, mixed_policy, truth_policy
+    from bfcl_safe.checker.scripted_server import EntryScript, ScriptedServer, mixed_policy, truth_policy
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=None, help="bfcl-eval wheel or folder (default: the cache)")

@@ -3,6 +3,17 @@
     inspect eval examples/inspect_bfcl.py --model openai/gpt-4o-mini -T categories=multi_turn_base --limit 20
     inspect view                                  # per sample: the chat, the verdict and turns_passed
 
+Offline, against bfcl-safe's scripted server (it answers chat completions with each
+turn's ground truth; Inspect's ``openai`` provider must use chat completions, not the
+Responses API, hence ``-M responses_api=false``; any API key will do)::
+
+    python -m bfcl_safe.checker.scripted_server --policy truth --port 8000 &
+    OPENAI_API_KEY=offline inspect eval examples/inspect_bfcl.py --model openai/scripted-model \\
+        -M responses_api=false --model-base-url http://127.0.0.1:8000/v1 -T categories=multi_turn_base --limit 2
+
+(Inspect's ``mockllm`` model counts tokens with tiktoken, which downloads its encoding
+file on first use: it is not an offline choice.)
+
 The task is ``bfcl_safe.integrations.inspect.bfcl_multi_turn``: one sample per entry, the
 calls run on bfcl-safe's simulated backends (never as code), scored with the official
 verdict; ``-T partial_credit=true`` scores ``turns_passed / turns`` for failed entries.

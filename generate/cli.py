@@ -106,9 +106,10 @@ def generate(ctx: click.Context, model: str, base_url: str | None, api_key_env: 
     """Play BFCL multi-turn entries against a model and write result files like `bfcl generate`."""
     from bfcl_safe.checker import cli as checker_cli
     from bfcl_safe.checker.terminal import ProgressLine
-    from bfcl_safe.generate.client import RetryPolicy
+    from bfcl_safe.generate.client import RetryPolicy, _openai
     from bfcl_safe.generate.run import make_client, plan_run, run_plan
 
+    _openai()  # the extra is checked first: nothing is planned or said without it
     base_url = base_url or os.environ.get("OPENAI_BASE_URL")
     if not base_url:
         raise click.BadParameter("give the endpoint with --base-url URL (or set OPENAI_BASE_URL)",

@@ -88,6 +88,21 @@ MAX_WHEEL_LITERAL_UNITS = 8 << 20
 #: Longest folder name made from a model name, in UTF-8 bytes (the file systems' usual
 #: NAME_MAX): a longer name is refused before anything is sent or scored.
 MAX_FOLDER_NAME_BYTES = 255
+#: Largest leaderboard CSV ``bfcl-safe scores`` reads, in bytes (a row is about 400
+#: bytes: the reference's leaderboard of ~175 models is under 100 KB).
+MAX_LEADERBOARD_CSV_BYTES = 16 << 20
+#: Most rows and columns of a leaderboard CSV ``bfcl-safe scores`` shows; longer
+#: cells are cut to ``MAX_SHOWN_CELL_CHARS`` characters.
+MAX_LEADERBOARD_ROWS = 100_000
+MAX_SHOWN_CELL_CHARS = 60
+#: Largest request body the scripted test server (``python -m
+#: bfcl_safe.checker.scripted_server``) reads, in bytes (a whole long-context
+#: conversation is under 1 MB).
+MAX_SCRIPTED_REQUEST_BYTES = 64 << 20
+#: Most latencies and token counts kept per model for the leaderboard's cost and latency
+#: (real: 6,837 latencies for the 600 real entries; the exact mean and standard deviation
+#: of 500,000 take about 1.5 s); past it that model's cells are N/A.
+MAX_USAGE_NUMBERS = 500_000
 #: Last-resort wall-clock guard of ``--jobs N``: a forked process that spends this many
 #: seconds on one entry is killed and that entry fails with the resource-limit type.
 #: Budgets (counted, below) are what bound an entry; this only catches what they miss.

@@ -80,3 +80,26 @@ def reference_verdict(entry: dict, model_result: Any, ground_truth: list, model_
         for key in [k for k in namespace if k.endswith("_instance")]:
             del namespace[key]
     return None if result["valid"] else result["error_type"]
+
+
+def no_other_threads(timeout: float = 60.0) -> None:
+    """Before a test forks in this process (``--jobs 2`` in process, ``ForkPool``): end the
+    play API's async worker thread and wait for threads earlier tests left behind (a scripted
+    server's handler still dripping to a child that is gone). The fork pool refuses to fork
+    beside other threads, so with pytest-xdist running files one after another in a worker
+    this made the outcome depend on which file ran before."""
+    import threading
+    import time
+
+    from bfcl_safe.checker import play
+
+    executor = play._EXECUTOR
+    if executor is not None:
+        executor.shutdown(wait=True)
+        play._forget_executor()
+    deadline = time.monotonic() + timeout
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread():
+            thread.join(max(0.0, deadline - time.monotonic()))
+    others = [thread.name for thread in threading.enumerate() if thread is not threading.current_thread()]
+    assert not others, f"threads still running after {timeout} s: {others}"

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from bfcl_safe.checker.leaderboard import write_leaderboard_csv
 from bfcl_safe.checker.runner import score_tree
 from bfcl_safe.checker.scoring import Options
-from bfcl_safe.checker.scores import write_leaderboard_csv
-from tests.checker_support import dataset
+from tests.checker_support import dataset, no_other_threads
 from tests.refenv import REAL_RESULTS, wheel
 
 RUN = REAL_RESULTS / "gpt-oss-120b-vllm-0.10.2"
@@ -43,6 +43,7 @@ _TURN_KEYS = ("first_failing_turn", "turns_passed")
 def scored(tmp_path_factory):
     out = tmp_path_factory.mktemp("score")
     problems = []
+    no_other_threads()
     scores = score_tree(RUN / "result", out, dataset(), Options(jobs=2), report=problems.append)
     return scores, out, problems
 

@@ -86,10 +86,13 @@ def test_malformed_lines_are_reported_and_the_rest_is_scored(runner, tmp_path):
     path.write_text("\n".join(lines) + "\n")
     score_dir = tmp_path / "score"
     out = _evaluate(runner, result_dir, score_dir, "--partial")
-    assert out.exit_code == 0, out.output
+    assert out.exit_code == 3, out.output  # a duplicate id: bfcl evaluate would refuse the file
     stderr = _stderr(out)
     assert ":3: not valid JSON" in stderr
     assert "duplicate id 'multi_turn_base_0'" in stderr
+    assert re.search(r"Duplicate ids: 1 \(bfcl evaluate refuses such a file; the first occurrence was scored; "
+                     r"exit status 3\) in: .*BFCL_v4_multi_turn_base_result\.json", stderr)
+    assert (score_dir / "data_overall.csv").is_file()
     assert "'multi_turn_base_999' is not in the dataset" in stderr
     assert "expected an object with 'id' and 'result'" in stderr
     summary, ours = _ours(score_dir, "multi_turn_base")

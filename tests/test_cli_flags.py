@@ -270,7 +270,7 @@ def test_score_files_this_run_did_not_write_are_listed(runner, tmp_path):
     old.write_text(json.dumps({"accuracy": 0.5, "correct_count": 1, "total_count": 2}) + "\n")
     out = _evaluate(runner, tmp_path, "--partial-eval")
     assert out.exit_code == 0, _err(out)
-    assert re.search(r"data_multi_turn\.csv also includes 1 score file\(s\) this run did not write", _err(out))
+    assert re.search(r"The leaderboard CSVs also include 1 score file\(s\) this run did not write", _err(out))
     assert str(old) in _err(out)
     assert "earlier-model" in {row[1] for row in _csv(tmp_path / "score")[1:]}
 
@@ -322,7 +322,7 @@ def test_ctrl_c_says_what_was_written(runner, tmp_path, monkeypatch):
     assert out.exit_code == 130
     message = _err(out).strip().splitlines()[-1]
     assert re.match(rf"Interrupted: 1 score file\(s\) written under .*score \({MODEL_A}/multi_turn_base\); "
-                    rf"not written: {MODEL_A}/multi_turn_miss_func; data_multi_turn\.csv not updated", message), message
+                    rf"not written: {MODEL_A}/multi_turn_miss_func; leaderboard CSVs not updated", message), message
 
 
 def test_the_project_error_from_a_dataset_is_one_line(runner, tmp_path):
@@ -429,7 +429,9 @@ def test_explain_a_force_terminated_entry_shows_the_completed_turn_that_failed_f
     assert explanation["error_type"] == "multi_turn:force_terminated"
     assert explanation["first_failing_turn"] == 0
     assert explanation["turns"][0]["status"] == "failed"
-    assert explanation["turns"][0]["error_type"] == "multi_turn:empty_turn_model_response"
+    # Labelled with the entry's verdict (issue 27); the turn's own failing check beside it.
+    assert explanation["turns"][0]["error_type"] == "multi_turn:force_terminated"
+    assert explanation["turns"][0]["turn_check"] == "multi_turn:empty_turn_model_response"
 
 
 def test_a_model_map_entry_for_no_model_scored_is_noted(runner, tmp_path):
@@ -445,7 +447,8 @@ def test_evaluate_help_lists_the_exit_statuses(runner):
     out = runner.invoke(main, ["evaluate", "--help"])
     assert out.exit_code == 0
     text = " ".join(out.stdout.split())
-    assert "Exit status: 0 scoring completed" in text and "3 some result files refused" in text
+    assert "Exit status: 0 every result file scored and the six leaderboard CSVs written" in text
+    assert "3 the run is not what bfcl evaluate would accept" in text
     for flag in ("--model", "--test-category", "--result-dir", "--score-dir", "--partial-eval", "--partial",
                  "--model-name", "--model-map", "--partial-credit"):
         assert flag in text

@@ -44,6 +44,7 @@ from bfcl_safe.checker.runner import ScoreDirError, score_tree
 from bfcl_safe.checker.scoring import Options
 from bfcl_safe.checker import codec
 from bfcl_safe.checker.codec import dumps_line
+from bfcl_safe.checker.terminal import shown as csv_shown
 from bfcl_safe.checker.scoring import Context, render_record, score_item
 from bfcl_safe.interp import budget
 from bfcl_safe.interp.errors import BudgetExceeded
@@ -419,7 +420,7 @@ def test_a_folder_named_like_the_csv_or_a_score_file_is_a_message(tmp_path: Path
     (score / "data_multi_turn.csv").mkdir()
     messages: list[str] = []
     run = score_tree(result, score, dataset(), Options(partial=True), report=messages.append)
-    assert run.csv_path is None and any("data_multi_turn.csv not written" in m for m in messages)
+    assert run.csv_path is None and any("leaderboard CSVs not written" in m for m in messages)
     assert len(run.unwritten) == 1 and f"BFCL_v4_{FUNC}_result.json: score file not written" in run.unwritten[0]
     assert (score / MODEL / "multi_turn" / f"BFCL_v4_{BASE}_score.json").is_file()
 
@@ -443,7 +444,7 @@ def test_planted_score_files_are_validated_and_listed(tmp_path: Path) -> None:
     run = score_tree(result, score, dataset(), Options(partial=True), report=messages.append)
     assert run.foreign_score_files == [score / "fake-perfect" / "multi_turn" / f"BFCL_v4_{BASE}_score.json"]
     assert any("fake-perfect" in m and "not written by this run" in m for m in messages)
-    skipped = [m for m in messages if m.endswith("not included in data_multi_turn.csv")]
+    skipped = [m for m in messages if m.endswith("not included in the leaderboard CSVs")]
     assert len(skipped) == 5, messages  # four bad summaries and the FIFO
     rows = list(csv.reader(io.StringIO(run.csv_path.read_bytes().decode("utf-8"), newline="")))
     assert sorted(row[1] for row in rows[1:]) == ["fake-perfect", MODEL]
@@ -457,7 +458,7 @@ def test_no_model_name_adds_a_row_or_a_column_to_the_csv(tmp_path: Path) -> None
     run = score_tree(result, score, dataset(), Options(partial=True))
     rows = list(csv.reader(io.StringIO(run.csv_path.read_bytes().decode("utf-8"), newline="")))
     assert len(rows) == 1 + len(names) and {len(row) for row in rows} == {len(rows[0])}
-    assert sorted(row[1] for row in rows[1:]) == sorted(names)
+    assert sorted(row[1] for row in rows[1:]) == sorted(csv_shown(name) for name in names)  # the one cell rule
 
 
 # ----------------------------------------------------------------------------- end to end
@@ -605,7 +606,7 @@ def test_the_csv_parses_into_the_header_width(hostile_runs: dict, jobs: int) -> 
     rows = list(csv.reader(io.StringIO(text, newline="")))
     assert {len(row) for row in rows} == {len(rows[0])}
     names = [row[1] for row in rows[1:]]
-    assert CSV_BREAKER in names and "planted-perfect" in names and "planted-garbage" not in names
+    assert csv_shown(CSV_BREAKER) in names and "planted-perfect" in names and "planted-garbage" not in names
 
 
 def test_jobs_2_writes_what_jobs_1_writes_on_the_hostile_tree(hostile_runs: dict) -> None:

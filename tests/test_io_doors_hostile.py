@@ -141,7 +141,7 @@ def test_a_folder_in_the_csv_s_place_is_reported_not_followed(tmp_path: Path) ->
     (tmp_path / "score" / "data_multi_turn.csv").mkdir(parents=True)
     done = _evaluate(tmp_path)
     assert done.returncode == 3 and "Traceback" not in done.stderr
-    assert "data_multi_turn.csv not written" in done.stderr and "a folder; not written through" in done.stderr
+    assert "leaderboard CSVs not written" in done.stderr and "a folder; not written through" in done.stderr
     assert (tmp_path / "score" / "m" / "multi_turn" / f"BFCL_v4_{BASE}_score.json").is_file()
 
 

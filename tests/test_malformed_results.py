@@ -47,11 +47,11 @@ def _write(tmp_path: Path, lines: list[str | bytes], category: str = BASE) -> Pa
     return result_dir
 
 
-def _evaluate(runner: CliRunner, result_dir: Path, *extra: str) -> Any:
+def _evaluate(runner: CliRunner, result_dir: Path, *extra: str, status: int = 0) -> Any:
     score_dir = result_dir.parent / "score"
     out = runner.invoke(main, ["evaluate", "--result-dir", str(result_dir), "--score-dir", str(score_dir),
                                "--data", str(wheel()), *extra])
-    assert out.exit_code == 0, (out.output, _stderr(out), out.exception)
+    assert out.exit_code == status, (out.output, _stderr(out), out.exception)
     return out
 
 
@@ -94,7 +94,7 @@ def test_every_bad_line_is_reported_with_its_line_number_and_the_rest_is_scored(
     lines = [good[0], *(line for _, line, _ in BAD_LINES), good[1],
              _line("multi_turn_base_0", [])]  # a duplicate: the first occurrence counts
     result_dir = _write(tmp_path, lines)
-    out = _evaluate(runner, result_dir, "--partial")
+    out = _evaluate(runner, result_dir, "--partial", status=3)  # (the duplicate id)
     stderr = _stderr(out)
     warnings = [line for line in stderr.splitlines() if line.startswith("warning:") and ".json:" in line]
     for number, (case, _, message) in enumerate(BAD_LINES, start=2):

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from bfcl_safe.cli import main
-from bfcl_safe.checker.scores import CSV_COLUMNS, TURN_ACCURACY_COLUMN, write_leaderboard_csv
+from bfcl_safe.checker.leaderboard import CSV_COLUMNS, TURN_ACCURACY_COLUMN, write_leaderboard_csv
 from tests.checker_support import REAL_MODEL, REAL_RUN, dataset, real_results_subset
 from tests.refenv import wheel
 

@@ -24,7 +24,7 @@ from bfcl_safe.checker.replay import ground_truth_as_fc
 from bfcl_safe.checker import parallel, runner, scoring
 from bfcl_safe.checker.scoring import Options
 from bfcl_safe.checker.scoring import Context, score_line
-from tests.checker_support import dataset
+from tests.checker_support import dataset, no_other_threads
 from tests.refenv import wheel
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -123,15 +123,15 @@ def test_jobs_2_writes_what_jobs_1_writes(tmp_path: Path, extra: tuple) -> None:
     two = _evaluate(result_dir, tmp_path / "score-2", 2, *extra)
     assert b"Traceback" not in one["stderr"], one["stderr"].decode()[-2000:]
     assert sorted(one["files"]) == sorted(two["files"])
-    # Without --partial, files lacking entries are not scored (as bfcl evaluate): only
-    # the CSV and the complete... none here is complete, so the CSV alone.
-    assert len(one["files"]) == (6 if extra else 1)  # five score files and the CSV
+    # Without --partial, files lacking entries are not scored and no CSV is written (as
+    # bfcl evaluate): none here is complete, so nothing; with it, five score files and the six CSVs.
+    assert len(one["files"]) == (11 if extra else 0), sorted(one["files"])
     for name, content in one["files"].items():
         assert two["files"][name] == content, name
     assert two["stderr"] == one["stderr"]
     assert two["stdout"] == one["stdout"]
     assert two["returncode"] == one["returncode"]
-    assert (one["returncode"] == 0) == bool(extra)
+    assert one["returncode"] == 3  # entries missing, or (--partial) a duplicate id
     stderr = one["stderr"].decode()
     # Not vacuous: the tree holds every kind of line a run must get right.
     for expected in ("not valid JSON", "duplicate id", "is not in the dataset", "does not belong to",
@@ -174,6 +174,8 @@ def test_a_line_is_parsed_checked_and_scored_in_one_place(case: str) -> None:
 def _tree(result_dir: Path, score_dir: Path, jobs: int, pool=None, partial: bool = False) -> tuple:
     messages: list[str] = []
     progress: list[int] = []
+    if jobs > 1 and pool is None:
+        no_other_threads()
     run = runner.score_tree(result_dir, score_dir, dataset(), Options(jobs=jobs, partial=partial),
                             report=messages.append, progress=progress.append, pool=pool)
     files = {path.relative_to(score_dir).as_posix(): path.read_bytes()
@@ -188,7 +190,7 @@ def _records(files: dict, name: str) -> dict[str, dict]:
 def _without(files: dict, name: str, entry_id: str) -> tuple:
     """The files with one entry's record (and the summary and CSV it moves) left out."""
     lines = files[name].decode().splitlines()
-    kept = {key: value for key, value in files.items() if key != "data_multi_turn.csv"}
+    kept = {key: value for key, value in files.items() if not key.startswith("data_")}  # (the six CSVs)
     return {**kept, name: [line for line in lines[1:] if json.loads(line)["id"] != entry_id]}
 
 
@@ -211,6 +213,7 @@ def test_a_process_that_dies_or_hangs_loses_only_its_entry(tmp_path: Path, monke
         return score_entry(dataset, item, context)
 
     monkeypatch.setattr(scoring, "score_entry", deadly)
+    no_other_threads()
     pool = parallel.ForkPool(functools.partial(scoring.score_text, dataset()), 2, guard_seconds=2.0)
     lost = _tree(result_dir, tmp_path / "score-2", 2, pool=pool, partial=True)
     record = _records(lost[0], name)[victim]
@@ -321,7 +324,7 @@ def test_messages_files_and_errors_come_as_in_a_serial_run(tmp_path: Path, monke
         assert "looking duplicate-id-keys up" in serial[1]
         assert any("no decoder could be chosen for model 'duplicate-id-keys' (RuntimeError: registry broken"
                    in m for m in serial[1])
-        assert len(serial[0]) == 5  # the other four score files and the CSV
+        assert len(serial[0]) == 10  # the other four score files and the six CSVs
 
 
 def test_entries_are_scored_in_id_order_as_the_reference_does(tmp_path: Path, monkeypatch) -> None:
@@ -346,6 +349,6 @@ def test_entries_are_scored_in_id_order_as_the_reference_does(tmp_path: Path, mo
     assert order == sorted(order, key=lambda entry_id: int(entry_id.rsplit("_", 1)[1]))
     assert [m.split(": ", 1)[1] for m in messages if ".json:" in m] == [
         "not valid JSON (Expecting value: line 1 column 1 (char 0)); line skipped",
-        f"duplicate id '{BASE}_0'; the first occurrence is scored"]
+        f"duplicate id '{BASE}_0'; the first occurrence is scored (bfcl evaluate refuses the file; exit status 3)"]
     assert any(".json:4: not valid JSON" in m for m in messages) and any(".json:10: duplicate" in m for m in messages)
     assert run[0].total == 8

@@ -21,15 +21,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bfcl_safe.checker.dataset import Dataset
+from bfcl_safe.checker.leaderboard import CSV_COLUMNS, collect_scores, write_leaderboard_csv
 from bfcl_safe.checker.codec import dumps_line
 from bfcl_safe.checker.outputs import ScoreFileWriter, score_file_path
 from bfcl_safe.checker.scores import (
-    CSV_COLUMNS,
     ScoreFileError,
     category_of_score_file,
-    collect_scores,
     read_score_file,
-    write_leaderboard_csv,
     write_score_file,
 )
 from tests.refenv import REAL_RESULTS, import_reference, wheel_path
