@@ -1,8 +1,9 @@
 """The long-context extension data, read as data from the wheel's ``long_context.py``.
 
 The file is a list of module-level assignments of literals (one list ends with a
-literal ``...``). We parse it and convert the literal nodes ourselves: nothing in
-it is imported or executed. The dataset wheel is trusted once its sha256 matches,
+literal ``...``). We parse it and convert the literal nodes ourselves
+(:mod:`bfcl_safe.interp.wheel_literals`, the wheel's one literal reader): nothing in it is
+imported or executed. The dataset wheel is trusted once its sha256 matches,
 so the fast ``ast`` parser is used here rather than libcst (about 30x faster on
 this 190 kB file); model text never goes through this module.
 """
@@ -17,7 +18,9 @@ from keyword import iskeyword
 from pathlib import Path
 from typing import Any, Mapping
 
+from bfcl_safe.interp import limits
 from bfcl_safe.interp.errors import BfclSafeError
+from bfcl_safe.interp.wheel_literals import LiteralError, LiteralReader
 
 #: Where the file sits inside an unpacked ``bfcl_eval`` package.
 RELATIVE_PATH = "eval_checker/multi_turn_eval/func_source_code/long_context.py"
@@ -25,29 +28,6 @@ RELATIVE_PATH = "eval_checker/multi_turn_eval/func_source_code/long_context.py"
 
 class LongContextDataError(BfclSafeError, ValueError):
     """The long-context file is not the plain list of literal assignments we expect."""
-
-
-def _literal(node: ast.AST, where: str) -> Any:
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, ast.List):
-        return [_literal(item, where) for item in node.elts]
-    if isinstance(node, ast.Tuple):
-        return tuple(_literal(item, where) for item in node.elts)
-    if isinstance(node, ast.Set):
-        return {_literal(item, where) for item in node.elts}
-    if isinstance(node, ast.Dict):
-        if any(key is None for key in node.keys):
-            raise LongContextDataError(f"{where}: '**' in a dict literal is not data")
-        return {_literal(k, where): _literal(v, where)  # type: ignore[arg-type]  # (no None key: checked above)
-                for k, v in zip(node.keys, node.values)}
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        value = _literal(node.operand, where)
-        if isinstance(value, (int, float, complex)) and not isinstance(value, bool):
-            return -value if isinstance(node.op, ast.USub) else +value
-    raise LongContextDataError(
-        f"{where}: line {getattr(node, 'lineno', '?')}: {type(node).__name__} is not a literal"
-    )
 
 
 # ---------------------------------------------------------------------------- fast path
@@ -105,7 +85,7 @@ _HEAD = r"\n([A-Za-z_][A-Za-z0-9_]*)[ \t]*=(?!=)"
 _ELLIPSIS = "\x00"
 _ELLIPSIS_JSON = '"\\u0000"'
 _CONSTANTS = {"True": "true", "False": "false", "None": "null", "...": _ELLIPSIS_JSON, ",": ""}
-_MAX_DEPTH = 100
+_MAX_DEPTH = limits.MAX_WHEEL_LITERAL_DEPTH  # the ast path refuses deeper literals too
 _NOT_STRUCTURE = bytes(sorted(set(range(256)) - set(b'"[]{}')))
 _DEPTH_STEP = tuple(1 if byte in b"[{" else -1 if byte in b"]}" else 0 for byte in range(256))
 
@@ -172,6 +152,8 @@ def _parse_fast(source: str) -> dict[str, Any] | None:
 
 def parse_long_context(source: str, filename: str = "long_context.py") -> dict[str, Any]:
     """Return ``{NAME: value}`` for every top-level ``NAME = <literal>`` in ``source``."""
+    if len(source) > limits.MAX_WHEEL_SOURCE_CHARS:
+        return _parse_with_ast(source, filename)  # (which refuses it)
     fast = _parse_fast(source)
     if fast is not None:
         return fast
@@ -179,22 +161,23 @@ def parse_long_context(source: str, filename: str = "long_context.py") -> dict[s
 
 
 def _parse_with_ast(source: str, filename: str) -> dict[str, Any]:
+    reader = LiteralReader(filename)
     try:
-        module = ast.parse(source, filename=filename)
-    except SyntaxError as exc:
-        raise LongContextDataError(f"{filename}: not valid Python: {exc.msg} (line {exc.lineno})") from None
-    data: dict[str, Any] = {}
-    for statement in module.body:
-        if not (
-            isinstance(statement, ast.Assign)
-            and len(statement.targets) == 1
-            and isinstance(statement.targets[0], ast.Name)
-        ):
-            raise LongContextDataError(
-                f"{filename}: line {statement.lineno}: only 'NAME = literal' assignments are expected"
-            )
-        name = statement.targets[0].id
-        data[name] = _literal(statement.value, f"{filename}: {name}")
+        module = reader.parse(source)
+        data: dict[str, Any] = {}
+        for statement in module.body:
+            if not (
+                isinstance(statement, ast.Assign)
+                and len(statement.targets) == 1
+                and isinstance(statement.targets[0], ast.Name)
+            ):
+                raise LongContextDataError(
+                    f"{filename}: line {statement.lineno}: only 'NAME = literal' assignments are expected"
+                )
+            name = statement.targets[0].id
+            data[name] = reader.value(statement.value, name)
+    except LiteralError as exc:
+        raise LongContextDataError(str(exc)) from None
     return data
 
 

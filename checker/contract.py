@@ -11,8 +11,9 @@ PINNED_REQUIREMENT = f"bfcl-eval=={PINNED_VERSION}"
 WHEEL_NAME = f"bfcl_eval-{PINNED_VERSION}-py3-none-any.whl"
 WHEEL_SHA256 = "3bb6dfa5f0c68ad403c9ec50b00db2bb3b4cc9b38ab1ff33f48fe30d853d3a0a"
 
-#: File-name prefix of BFCL v4 data, result and score files.
-VERSION_PREFIX = "BFCL_v4"
+#: The BFCL version in data, result and score file names, and their prefix.
+VERSION = "v4"
+VERSION_PREFIX = f"BFCL_{VERSION}"
 #: The subfolder of a model folder holding its multi-turn result or score files.
 MULTI_TURN_GROUP = "multi_turn"
 
@@ -28,11 +29,24 @@ MULTI_TURN_CATEGORIES = (
 ENTRY_ID = re.compile(r"^(multi_turn_[a-z_]+?)_(\d+)$")
 
 
-def result_file_name(category: str, prefix: str = VERSION_PREFIX) -> str:
-    return f"{prefix}_{category}_result.json"
+#: A result file's name, as written by BFCL v4 and (read with a notice) v3: version, category.
+_RESULT_FILE_NAME = re.compile(r"^BFCL_(v[34])_(\w+?)_result\.json$")
+
+
+def result_file_name(category: str) -> str:
+    """``BFCL_v4_{category}_result.json``: the name ``generate`` writes and BFCL reads."""
+    return f"{VERSION_PREFIX}_{category}_result.json"
+
+
+def parse_result_file_name(name: str) -> tuple[str, str] | None:
+    """``(version, category)`` of a result file's name (``v4``, or ``v3`` for BFCL v3's
+    names); None for any other name. The category is not checked here."""
+    match = _RESULT_FILE_NAME.match(name)
+    return (match.group(1), match.group(2)) if match else None
 
 
 def score_file_name(category: str) -> str:
+    """``BFCL_v4_{category}_score.json``, whatever version the result file's name had."""
     return f"{VERSION_PREFIX}_{category}_score.json"
 
 

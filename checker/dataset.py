@@ -40,6 +40,7 @@ from bfcl_safe.checker.contract import (  # noqa: F401  (re-exported: the datase
     category_of,
 )
 from bfcl_safe.interp.errors import BfclSafeError
+from bfcl_safe.interp.wheel_literals import LiteralError, LiteralReader
 
 #: Environment variable naming the cache folder.
 CACHE_ENV = "BFCL_SAFE_CACHE"
@@ -522,25 +523,24 @@ class Dataset:
 # --------------------------------------------------------------------------- model_config.py
 
 
-def _value(node: ast.AST) -> Any:
-    """A keyword argument's value: literals as such, a name or attribute as its dotted text."""
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
-        operand: Any = node.operand.value  # (a number in BFCL's file; -"text" raises TypeError, as in Python)
-        return -operand
-    if isinstance(node, (ast.Name, ast.Attribute)):
-        return ast.unparse(node)
-    return None
+def _value(reader: LiteralReader, node: ast.AST, where: str) -> Any:
+    """A keyword argument's value: a literal as such, a name or attribute as its dotted
+    text, None for anything else."""
+    try:
+        return reader.value(node, where)
+    except LiteralError as exc:
+        if exc.bound:
+            raise
+        return None
 
 
-def _model_info(key: str, call: ast.Call) -> ModelInfo:
+def _model_info(reader: LiteralReader, key: str, call: ast.Call) -> ModelInfo:
     fields: dict[str, Any] = {}
     for name, arg in zip(_MODEL_CONFIG_FIELDS, call.args):
-        fields[name] = _value(arg)
+        fields[name] = _value(reader, arg, key)
     for keyword in call.keywords:
         if keyword.arg in _MODEL_CONFIG_FIELDS:
-            fields[keyword.arg] = _value(keyword.value)
+            fields[keyword.arg] = _value(reader, keyword.value, key)
     fields.setdefault("model_name", None)
     fields.setdefault("display_name", None)
     return ModelInfo(registry_name=key, **fields)
@@ -551,9 +551,11 @@ def parse_model_config(source: str) -> dict[str, ModelInfo]:
 
     The module's top-level dict literals of ``"key": ModelConfig(...)`` are collected;
     ``MODEL_CONFIG_MAPPING = {**a, **b, ...}`` is merged in its order (a later map wins,
-    as in Python). Nothing is executed.
+    as in Python). Nothing is executed (:mod:`bfcl_safe.interp.wheel_literals` reads the
+    values); a source past the reader's bounds raises its :class:`LiteralError`.
     """
-    module = ast.parse(source)
+    reader = LiteralReader(MODEL_CONFIG_PATH, dotted_names=True)
+    module = reader.parse(source)
     maps: dict[str, dict[str, ModelInfo]] = {}
     merged: dict[str, ModelInfo] | None = None
     for statement in module.body:
@@ -573,7 +575,7 @@ def parse_model_config(source: str) -> dict[str, ModelInfo]:
                 if isinstance(item, ast.Name) and item.id in maps:
                     table.update(maps[item.id])
             elif isinstance(key, ast.Constant) and isinstance(key.value, str) and isinstance(item, ast.Call):
-                table[key.value] = _model_info(key.value, item)
+                table[key.value] = _model_info(reader, key.value, item)
         maps[name] = table
         if name == "MODEL_CONFIG_MAPPING":
             merged = table

@@ -88,7 +88,7 @@ from bfcl_safe.checker.episode import (
 )
 from bfcl_safe.checker.errors import ErrorType
 from bfcl_safe.checker.openai_format import missed_docs
-from bfcl_safe.checker.verdict import Verdict, force_terminated_verdict, is_empty_step, new_sides, turn_failure
+from bfcl_safe.checker.verdict import Verdict, force_terminated_verdict, is_empty_response, new_sides, turn_failure
 from bfcl_safe.interp import limits
 from bfcl_safe.interp.budget import Budget
 from bfcl_safe.interp.errors import BfclSafeError, BudgetExceeded
@@ -293,9 +293,6 @@ class Snapshot:
 
 
 # --------------------------------------------------------------------------- the episode
-
-
-_PLAIN_LEAVES = (str, int, float, bool, type(None))
 
 
 def _plain_step(value: Any, depth_limit: int, name: str = "step") -> Any:
@@ -853,7 +850,7 @@ class Episode:
             decoded = decode_step(raw, decoder)
         except DecodeError as exc:
             return self._end_turn_result(TurnEnd.UNDECODABLE, str(exc)[:500])
-        if is_empty_step(decoded):
+        if is_empty_response(decoded):
             return self._end_turn_result(TurnEnd.NO_CALLS, None)
         results = self.model.run(decoded)
         self._decoded[turn].append(decoded)

@@ -56,7 +56,13 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, NamedTuple
 
 from bfcl_safe.checker.codec import Piece, deeper_in_pieces, deeper_than, loads_result_line, nesting_depth
-from bfcl_safe.checker.contract import ENTRY_ID, MULTI_TURN_CATEGORIES, MULTI_TURN_GROUP, VERSION_PREFIX
+from bfcl_safe.checker.contract import (
+    ENTRY_ID,
+    MULTI_TURN_CATEGORIES,
+    MULTI_TURN_GROUP,
+    VERSION,
+    parse_result_file_name,
+)
 from bfcl_safe.checker.inputs import RESULT_FILE, Lines, shown_path
 from bfcl_safe.checker.outputs import RESERVED_FOLDER_NAMES
 from bfcl_safe.interp.errors import BfclSafeError
@@ -66,10 +72,6 @@ from bfcl_safe.interp.limits import (
     MAX_WALK_DEPTH,
     MAX_WALK_ENTRIES,
 )
-
-#: Result file names this reader accepts: ``BFCL_v4_...`` and (with a notice) ``BFCL_v3_...``.
-_RESULT_NAME = re.compile(r"^BFCL_(v[34])_(\w+?)_result\.json$")
-_V4 = VERSION_PREFIX.split("_", 1)[1]
 
 
 class LayoutError(BfclSafeError, ValueError):
@@ -91,7 +93,7 @@ class ResultFile(NamedTuple):
     category: str
     path: Path
     #: ``v4`` or ``v3`` (from the file name).
-    version: str = _V4
+    version: str = VERSION
 
 
 class Discovery(NamedTuple):
@@ -133,9 +135,9 @@ def _result_names(folder: Path) -> list[tuple[str, str, Path]]:
     except OSError:
         return out
     for entry in sorted(entries, key=lambda e: e.name):
-        match = _RESULT_NAME.match(entry.name)
-        if match and match.group(2) in MULTI_TURN_CATEGORIES and not _is_dir(entry):
-            out.append((match.group(1), match.group(2), Path(entry.path)))
+        parsed = parse_result_file_name(entry.name)
+        if parsed and parsed[1] in MULTI_TURN_CATEGORIES and not _is_dir(entry):
+            out.append((parsed[0], parsed[1], Path(entry.path)))
     return out
 
 
@@ -163,8 +165,8 @@ def _deeper(folder: Path, skip: set[str]) -> tuple[list[Path], bool]:
                     return found, True
                 stack.append((Path(entry.path), depth + 1))
             elif depth > 0:
-                match = _RESULT_NAME.match(entry.name)
-                if match and match.group(2) in MULTI_TURN_CATEGORIES:
+                parsed = parse_result_file_name(entry.name)
+                if parsed and parsed[1] in MULTI_TURN_CATEGORIES:
                     found.append(Path(entry.path))
     return found, False
 
@@ -192,9 +194,9 @@ def _model_files(model: str, folder: Path, notices: list[str]) -> list[ResultFil
                 f"and {shown_path(path)}; both would be written to one score file: keep one",
                 path=folder, found="two result files of one category", paths=(by_category[category], path))
         by_category[category] = path
-        if version != _V4:
+        if version != VERSION:
             notices.append(f"{shown_path(path)}: a BFCL {version} file name; scored, score file written "
-                           f"the {_V4} way")
+                           f"the {VERSION} way")
         files.append(ResultFile(model, category, path, version))
     strays, stopped = _deeper(folder, {MULTI_TURN_GROUP})
     strays += _deeper(group, set())[0] if group.is_dir() and not group.is_symlink() else []

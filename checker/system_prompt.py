@@ -2,12 +2,12 @@
 of an entry in BFCL inference (``bfcl-safe generate``, the play API's text environments).
 
 The system prompt's wording is BFCL's own data: it is read from the dataset's wheel
-(``bfcl_eval/constants/default_prompts.py``), parsed with :mod:`ast` and only its literal
-assignments taken — nothing from the wheel is imported or executed — and assembled the
+(``bfcl_eval/constants/default_prompts.py``), read by :mod:`bfcl_safe.interp.wheel_literals`
+and only its literal assignments taken — nothing from the wheel is imported or executed — and assembled the
 way BFCL assembles its default format (``ret_fmt=python&tool_call_tag=False&
 func_doc_fmt=json&prompt_fmt=plaintext&style=classic``; the multi-turn categories use no
-other). Moved here from ``generate/prompting.py`` (which re-exports it) so that the
-integrations, a layer beside ``generate``, can use it.
+other). It sits in ``checker`` so that ``generate`` and the integrations, layers side by
+side, both use it.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import json
 from typing import Any, Mapping, Sequence
 
 from bfcl_safe.interp.errors import BfclSafeError
+from bfcl_safe.interp.wheel_literals import LiteralError, LiteralReader
 
 #: Where the prompt templates live inside the ``bfcl_eval`` package.
 PROMPTS_PATH = "constants/default_prompts.py"
@@ -45,43 +46,24 @@ class PromptTemplateError(BfclSafeError, ValueError):
         return (type(self), (self.name, self.reason))
 
 
-class _NotLiteral(Exception):
-    pass
-
-
-def _literal(node: ast.AST, known: Mapping[str, Any]) -> Any:
-    """The value of a literal expression; names of earlier literal assignments and
-    ``+`` of two strings are allowed (the module builds some templates that way)."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, (str, int, float, bool, type(None))):
-        return node.value
-    if isinstance(node, ast.Dict) and None not in node.keys:
-        return {_literal(k, known): _literal(v, known)  # type: ignore[arg-type]  # (no None key: checked)
-                for k, v in zip(node.keys, node.values)}
-    if isinstance(node, (ast.List, ast.Tuple)):
-        items = [_literal(item, known) for item in node.elts]
-        return items if isinstance(node, ast.List) else tuple(items)
-    if isinstance(node, ast.Name) and node.id in known:
-        return known[node.id]
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = _literal(node.left, known), _literal(node.right, known)
-        if isinstance(left, str) and isinstance(right, str):
-            return left + right
-    raise _NotLiteral
-
-
 def parse_prompt_templates(source: str) -> dict[str, Any]:
-    """The literal module-level assignments of ``default_prompts.py``, by name."""
+    """The literal module-level assignments of ``default_prompts.py``, by name (an
+    assignment may use the names of earlier ones, and ``+`` of two strings)."""
+    reader = LiteralReader(PROMPTS_PATH)
     try:
-        module = ast.parse(source)
-    except (SyntaxError, ValueError) as exc:
+        module = reader.parse(source)
+    except LiteralError as exc:
         raise PromptTemplateError("<module>", f"does not parse ({exc})") from None
     known: dict[str, Any] = {}
     for statement in module.body:
         if (isinstance(statement, ast.Assign) and len(statement.targets) == 1
                 and isinstance(statement.targets[0], ast.Name)):
+            name = statement.targets[0].id
             try:
-                known[statement.targets[0].id] = _literal(statement.value, known)
-            except (_NotLiteral, TypeError):
+                known[name] = reader.value(statement.value, name, known)
+            except LiteralError as exc:
+                if exc.bound:
+                    raise PromptTemplateError(name, str(exc)) from None
                 continue
     for name in _NEEDED:
         if name not in known:

@@ -29,6 +29,7 @@ checks (the diagnostics behind ``failing_turn``).
 
 from __future__ import annotations
 
+from collections.abc import Sized
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import attrs
@@ -289,7 +290,7 @@ def turn_failure(
     model's results of every turn so far; ``execution_results``: per turn so far,
     ``{"model": results per step, "ground_truth": results}``. None when the turn passes.
     """
-    if truth_turn and (not model_turn or (len(model_turn) == 1 and len(model_turn[0]) == 0)):
+    if truth_turn and is_empty_response(model_turn):
         return Verdict.failed(ErrorType.EMPTY_TURN, f"Model response list is empty for turn {turn_index}",
                               turn_index, details={"execution_result": execution_results})
     if not truth_turn:
@@ -385,7 +386,7 @@ def irrelevance_failure(decoded: Sequence[Sequence[Any]], ground_truth: Sequence
     official scorer): calls in a turn whose ground truth has none."""
     for turn_index, truth_turn in enumerate(ground_truth):
         model_turn = decoded[turn_index]
-        if not truth_turn and not (len(model_turn) == 0 or (len(model_turn) == 1 and len(model_turn[0]) == 0)):
+        if not truth_turn and not is_empty_response(model_turn):
             return Verdict.failed(
                 ErrorType.IRRELEVANCE,
                 f"Model outputs valid function calls when it should not for turn {turn_index}.",
@@ -393,9 +394,12 @@ def irrelevance_failure(decoded: Sequence[Sequence[Any]], ground_truth: Sequence
     return None
 
 
-def is_empty_step(calls: Sequence[Any]) -> bool:
-    """The reference's ``is_empty_execute_response`` on decoded calls: no call, or one empty text."""
-    return len(calls) == 0 or (len(calls) == 1 and isinstance(calls[0], str) and calls[0] == "")
+def is_empty_response(items: Sequence[Any]) -> bool:
+    """The reference's ``is_empty_execute_response``: nothing, or one thing of length 0.
+    On a step's decoded calls or their texts: ``[]`` or ``[""]`` (a decoded call is text
+    or a call record, and only empty text has a length of 0); on a turn's decoded steps:
+    ``[]`` or ``[[]]``. The one test of "a step (or turn) that ran no call"."""
+    return len(items) == 0 or (len(items) == 1 and isinstance(items[0], Sized) and len(items[0]) == 0)
 
 
 def decode_turn(turn: Any, decoder: str) -> list[tuple[Any, list[Any]]] | None:
@@ -409,7 +413,7 @@ def decode_turn(turn: Any, decoder: str) -> list[tuple[Any, list[Any]]] | None:
                 calls = decode(step)
             except DecodeError:
                 continue
-            if is_empty_step(calls):
+            if is_empty_response(calls):
                 continue
             steps.append((step, calls))
     elif isinstance(turn, dict):
@@ -419,7 +423,7 @@ def decode_turn(turn: Any, decoder: str) -> list[tuple[Any, list[Any]]] | None:
                 calls = decode(step)
             except DecodeError:
                 continue
-            if calls:
+            if not is_empty_response(calls):
                 steps.append((step, calls))
     else:
         return None
@@ -530,7 +534,7 @@ def _display_decoded(model_result: list, decoder: str) -> list:
                 raise  # the entry's budget is spent: the entry ends as a resource limit
             except Exception:  # noqa: BLE001 - undecodable steps are skipped
                 continue
-            if len(texts) == 0 or (len(texts) == 1 and texts[0] == ""):
+            if is_empty_response(texts):
                 continue
             steps.append(texts)
         out.append(steps)

@@ -1,6 +1,5 @@
-"""What BFCL's prompting inference adds to the chat: its system prompt
-(:mod:`bfcl_safe.checker.system_prompt`, re-exported here), and the texts of its decoding
-failures as the inference log records them.
+"""The texts of BFCL's decoding failures as its inference log records them (the system
+prompt a prompting model gets is :mod:`bfcl_safe.checker.system_prompt`'s).
 """
 
 from __future__ import annotations
@@ -8,19 +7,6 @@ from __future__ import annotations
 import ast
 import json
 from typing import Any
-
-from bfcl_safe.checker.system_prompt import (  # noqa: F401 - re-exported: generate's prompting pieces
-    DOC_FORMAT,
-    PROMPT_FORMAT,
-    PROMPT_STYLE,
-    PROMPTS_PATH,
-    RETURN_FORMAT,
-    PromptTemplateError,
-    load_prompt_templates,
-    parse_prompt_templates,
-    system_prompt,
-    with_system_prompt,
-)
 
 # --------------------------------------------------------------------------- decoding failures
 

@@ -75,6 +75,16 @@ MAX_DATASET_FILE_BYTES = 64 << 20
 #: Highest compression ratio (inflated / compressed size) of a wheel member read (real:
 #: at most 18); past it the member is refused before inflating.
 MAX_WHEEL_MEMBER_RATIO = 200
+#: Longest Python source of the dataset wheel read as literal data (``long_context.py``,
+#: ``default_prompts.py``, ``model_config.py``; real: at most 190 kB), in characters.
+MAX_WHEEL_SOURCE_CHARS = 4 << 20
+#: Deepest nesting of lists, tuples, sets and dicts in one literal read from the wheel's
+#: source (real: 4); the long-context fast path refuses the same depth.
+MAX_WHEEL_LITERAL_DEPTH = 100
+#: Most work reading one wheel source's literals: one per syntax node, plus the length of
+#: every string built with ``+`` (real: at most 16,000); bounds names reused in doubling
+#: concatenations.
+MAX_WHEEL_LITERAL_UNITS = 8 << 20
 #: Longest folder name made from a model name, in UTF-8 bytes (the file systems' usual
 #: NAME_MAX): a longer name is refused before anything is sent or scored.
 MAX_FOLDER_NAME_BYTES = 255

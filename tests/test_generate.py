@@ -23,7 +23,7 @@ import pytest
 from bfcl_safe.cli import main
 from bfcl_safe.generate.client import RetryPolicy
 from bfcl_safe.generate.inference import serializable
-from bfcl_safe.generate.prompting import (
+from bfcl_safe.checker.system_prompt import (
     PromptTemplateError, load_prompt_templates, parse_prompt_templates, system_prompt, with_system_prompt,
 )
 from bfcl_safe.generate.results import ResultFileError, ResultWriter, existing_ids, result_path, sort_file

@@ -11,9 +11,10 @@ import pytest
 
 from bfcl_safe.checker.replay import ground_truth_as_fc
 from bfcl_safe.checker.verdict import (
-    EntryInput, ErrorType, RecordParts, Verdict, check_entry, evaluate_entry,
+    EntryInput, ErrorType, RecordParts, Verdict, check_entry, evaluate_entry, is_empty_response,
 )
-from bfcl_safe.interp.errors import BudgetExceeded
+from bfcl_safe.interp.callspec import make_spec
+from bfcl_safe.interp.errors import BudgetExceeded, RejectedInput
 from tests.checker_support import REAL_MODEL, REAL_RUN, dataset
 from tests.refenv import reference_package_dir
 
@@ -135,3 +136,23 @@ def test_verdicts_are_frozen_values():
     with pytest.raises(AttributeError):
         verdict.turns_passed = 4  # type: ignore[misc]
     assert verdict == Verdict.passed(3) and hash(verdict) == hash(Verdict.passed(3))
+
+
+# --------------------------------------------------------------------------- the empty step
+
+
+@pytest.mark.parametrize("items, empty", [
+    ([], True),  # a step that decoded to no call, or a turn with no step
+    ([""], True),  # one empty text (the reference's decoders give text)
+    ([[]], True),  # a turn whose one step has no call
+    ((), True),
+    (["", ""], False),
+    (["ls()"], False),
+    ([" "], False),
+    ([["ls()"]], False),
+    ([[], []], False),
+    ([make_spec("ls")], False),  # a decoded call record has no length: never empty
+    ([RejectedInput("x", "y")], False),
+])
+def test_is_empty_response_is_the_references_empty_execute_response(items, empty):
+    assert is_empty_response(items) is empty
