@@ -25,6 +25,7 @@ from click.testing import CliRunner
 
 from bfcl_safe.cli import main
 from tests.refenv import REAL_RESULTS, ROOT, wheel
+from tests.test_serve_env import serve_python
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 BLOCK = re.compile(r"^```(\w+)\n(.*?)^```", re.M | re.S)
@@ -68,7 +69,11 @@ def test_python_block_runs(workspace, number):
     code += ("\nfor _name, _value in list(globals().items()):\n    if _name.startswith('test_') and callable(_value):\n"
              "        from hypothesis import HealthCheck, settings\n"
              "        settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))(_value)()\n")
-    done = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True,
+    # openenv (serve) and Inspect's openai providers cannot share an environment with
+    # verifiers 0.4: their snippets run in the tests' second environment (tests/test_serve_env.py).
+    second = "integrations.serve" in code or "inspect_ai" in code
+    python = str(serve_python()) if second else sys.executable
+    done = subprocess.run([python, "-c", code], cwd=root, env=env, capture_output=True, text=True,
                           timeout=900)
     assert done.returncode == 0, (PYTHON_BLOCKS[number], done.stdout[-2000:], done.stderr[-3000:])
     if "Episode.from_entry" in code:
