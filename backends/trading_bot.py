@@ -23,7 +23,7 @@ import attrs
 from bfcl_safe.backends import growth
 from bfcl_safe.backends.base import Backend
 from bfcl_safe.backends.seeded import LazyRandom
-from bfcl_safe.interp.results import frozen_json
+from bfcl_safe.interp.result_text import frozen_json
 from bfcl_safe.interp.tools import tool
 
 #: The simulated "now" of every scenario.

@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.corpora import replicate  # noqa: E402
 from bfcl_safe.checker.dataset import Dataset  # noqa: E402
 from bfcl_safe.checker.parallel import ForkPool, InProcessPool  # noqa: E402
-from bfcl_safe.checker.results_io import discover, read_lines  # noqa: E402
+from bfcl_safe.checker.result_files import discover, read_lines  # noqa: E402
 from bfcl_safe.checker.scoring import Context, LineResult, score_batch, score_text  # noqa: E402
 from tests.refenv import REAL_RESULTS, wheel  # noqa: E402
 

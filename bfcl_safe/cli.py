@@ -3,8 +3,8 @@ command's one error boundary (:class:`BoundaryGroup`), the commands registered i
 and :func:`run`, the console script (also ``python -m bfcl_safe``).
 
 The commands live with what they drive: ``evaluate``, ``explain``, ``demo`` and ``data``
-in :mod:`bfcl_safe.checker.cli` (with the option helpers and errors every command shares),
-``generate`` in :mod:`bfcl_safe.generate.cli`, ``serve`` in
+in :mod:`bfcl_safe.checker.commands` (with the option helpers and errors every command shares),
+``generate`` in :mod:`bfcl_safe.generate.command`, ``serve`` in
 :mod:`bfcl_safe.integrations.serve_command`. Only this module, above every package,
 imports them all (each when it is named or listed: :data:`LAZY_COMMANDS`); no package
 imports this one.
@@ -12,9 +12,9 @@ imports this one.
 The boundary catches every error of every command, once:
 
 - an error bfcl-safe raises on purpose (:class:`~bfcl_safe.interp.errors.BfclSafeError`)
-  becomes ``Error: <one line>`` and exit status 1 (:class:`~bfcl_safe.checker.cli.CommandError`);
+  becomes ``Error: <one line>`` and exit status 1 (:class:`~bfcl_safe.checker.commands.CommandError`);
 - anything else is a bug: ``Internal error: <exception type> ...`` on one line, asking
-  for a report, exit status 70 (:class:`~bfcl_safe.checker.cli.InternalError`; never a
+  for a report, exit status 70 (:class:`~bfcl_safe.checker.commands.InternalError`; never a
   traceback);
 - Ctrl-C says which score files were written and which were not (exit status 130).
 
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
 
 def _checker_command(name: str) -> click.Command:
-    from bfcl_safe.checker import cli as commands
+    from bfcl_safe.checker import commands as commands
 
     command = getattr(commands, name)
     assert isinstance(command, click.Command)
@@ -53,7 +53,7 @@ def _checker_command(name: str) -> click.Command:
 
 
 def _generate_command() -> click.Command:
-    from bfcl_safe.generate.cli import generate
+    from bfcl_safe.generate.command import generate
 
     return generate
 
@@ -83,7 +83,7 @@ class BoundaryGroup(click.Group):
     and where the :data:`LAZY_COMMANDS` are found."""
 
     def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
-        from bfcl_safe.checker.cli import escape_click_message
+        from bfcl_safe.checker.commands import escape_click_message
 
         try:
             return super().make_context(*args, **kwargs)
@@ -100,8 +100,8 @@ class BoundaryGroup(click.Group):
         return super().get_command(ctx, name)
 
     def invoke(self, ctx: click.Context) -> Any:
-        from bfcl_safe.checker import cli as commands
-        from bfcl_safe.checker.cli import CommandError, InternalError, Interrupted, escape_click_message
+        from bfcl_safe.checker import commands as commands
+        from bfcl_safe.checker.commands import CommandError, InternalError, Interrupted, escape_click_message
         from bfcl_safe.interp.errors import BfclSafeError
 
         try:
@@ -138,7 +138,7 @@ def main(ctx: click.Context) -> None:
 
     Errors are one line (Error: ...); names and texts from files and models are shown with
     control characters escaped. See 'bfcl-safe COMMAND --help'."""
-    from bfcl_safe.checker.cli import RAY_POOL_OPENER
+    from bfcl_safe.checker.commands import RAY_POOL_OPENER
 
     ctx.meta[RAY_POOL_OPENER] = _open_ray_pool
 
@@ -157,7 +157,7 @@ def run() -> None:
     gc.disable()
     try:
         try:
-            from bfcl_safe.checker import cli  # noqa: F401 - the commands' modules, imported now
+            from bfcl_safe.checker import commands as cli  # noqa: F401 - the commands' modules, imported now
         finally:
             gc.freeze()
             gc.set_threshold(*GC_THRESHOLDS)

@@ -26,7 +26,7 @@ from itertools import accumulate
 from typing import Any, Callable, cast
 
 from bfcl_safe.interp.errors import BfclSafeError
-from bfcl_safe.interp.results import encode_with_stored
+from bfcl_safe.interp.result_text import encode_with_stored
 
 _PLAIN = (str, int, float, bool, type(None))
 

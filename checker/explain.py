@@ -19,9 +19,9 @@ from bfcl_safe.checker.dataset import Dataset
 from bfcl_safe.checker.decoders import DECODERS
 from bfcl_safe.checker.decoders.models import decoder_for_model
 from bfcl_safe.checker.episode import plain, turn_messages
-from bfcl_safe.checker.errors import ErrorType
+from bfcl_safe.checker.error_types import ErrorType
 from bfcl_safe.checker.openai_format import missed_docs
-from bfcl_safe.checker.results_io import find_result_files, read_result_lines
+from bfcl_safe.checker.result_files import find_result_files, read_result_lines
 from bfcl_safe.checker.terminal import shown
 from bfcl_safe.checker.verdict import EntryInput, Verdict, check_entry, decode_turn
 from bfcl_safe.interp.errors import BfclSafeError, BudgetExceeded

@@ -66,7 +66,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from bfcl_safe.checker.contract import MULTI_TURN_CATEGORIES
 from bfcl_safe.checker.outputs import write_text
-from bfcl_safe.checker.scores import ScoreFileError, _score_line, _score_lines, read_score_summary, score_files
+from bfcl_safe.checker.score_files import ScoreFileError, _score_line, _score_lines, read_score_summary, score_files
 from bfcl_safe.checker.terminal import csv_cell, shown
 from bfcl_safe.interp.errors import BfclSafeError
 from bfcl_safe.interp.limits import MAX_USAGE_NUMBERS

@@ -86,7 +86,7 @@ from bfcl_safe.checker.episode import (
     turn_messages,
     visible_tools,
 )
-from bfcl_safe.checker.errors import ErrorType
+from bfcl_safe.checker.error_types import ErrorType
 from bfcl_safe.checker.openai_format import missed_docs
 from bfcl_safe.checker.verdict import Verdict, force_terminated_verdict, is_empty_response, new_sides, turn_failure
 from bfcl_safe.interp import limits

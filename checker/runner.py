@@ -1,12 +1,12 @@
-"""Scoring a result tree: the files :func:`~bfcl_safe.checker.results_io.discover` found,
+"""Scoring a result tree: the files :func:`~bfcl_safe.checker.result_files.discover` found,
 their lines scored by a pool (``checker/parallel.py``; ``--jobs 1`` is the same path with
 an in-process pool), each line inside its fault boundary (``checker/scoring.py``), score
-files and the CSV written (``checker/scores.py``). One bad line, entry or file never stops
+files and the CSV written (``checker/score_files.py``). One bad line, entry or file never stops
 the others: its problem is reported and everything else is scored.
 
 Interface (for the command line)::
 
-    found = discover(result_dir, models, categories)      # results_io; LayoutError
+    found = discover(result_dir, models, categories)      # result_files; LayoutError
     run = score_tree(result_dir, score_dir, dataset, options,
                      files=found.files, report=print_above_bar, progress=bar.update)
 
@@ -37,12 +37,12 @@ from typing import Callable, Sequence
 
 from bfcl_safe.checker.dataset import Dataset
 from bfcl_safe.checker.decoders.models import decoder_for_model
-from bfcl_safe.checker.errors import ErrorType
+from bfcl_safe.checker.error_types import ErrorType
 from bfcl_safe.checker.inputs import UnreadableFile, shown_path
 from bfcl_safe.checker.leaderboard import CSV_FILES, MULTI_TURN_CSV, Usage, write_leaderboard
 from bfcl_safe.checker.outputs import ScoreFileWriter
 from bfcl_safe.checker.parallel import ForkPool, InProcessPool, Lost, Pool, cannot_fork
-from bfcl_safe.checker.results_io import (
+from bfcl_safe.checker.result_files import (
     FirstOccurrence,
     ResultFile,
     discover,

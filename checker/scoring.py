@@ -4,7 +4,7 @@ main process (``--jobs 1``) and in any worker of a pool (``checker/parallel.py``
 :func:`score_text` takes a line's text and a :class:`Context` (model folder, category,
 options; as JSON text, ``Context.to_text``) and returns the line's result as text
 (:class:`LineResult`, JSON). Everything done for the line happens inside its boundary:
-parse (depth-checked, ``results_io.parse_line``), check the id, decode and execute both
+parse (depth-checked, ``result_files.parse_line``), check the id, decode and execute both
 sides, compare, build the failure record **and render its score-file line**. The
 boundary is :class:`~bfcl_safe.checker.boundary.EntryBoundary` (a fresh budget active
 inside): a budget overrun or anything else escaping makes the entry's failure
@@ -26,9 +26,9 @@ from typing import Any, NamedTuple, Sequence
 from bfcl_safe.checker.boundary import EntryBoundary
 from bfcl_safe.checker.codec import RawJSON, dumps_line, raw_value
 from bfcl_safe.checker.dataset import Dataset
-from bfcl_safe.checker.errors import ErrorType
+from bfcl_safe.checker.error_types import ErrorType
 from bfcl_safe.checker.leaderboard import line_usage
-from bfcl_safe.checker.results_io import LineProblem, malformed, parse_line
+from bfcl_safe.checker.result_files import LineProblem, malformed, parse_line
 from bfcl_safe.checker.verdict import CheckOptions, EntryInput, RecordParts, Verdict, check_entry
 
 
@@ -224,7 +224,7 @@ _INT_BITS = 14_000
 
 
 def render_record(record: dict) -> str:
-    """A failure record's score-file line: :func:`~bfcl_safe.checker.scores.dumps_line`
+    """A failure record's score-file line: :func:`~bfcl_safe.checker.score_files.dumps_line`
     (bytes as the reference writes them), or, when that fails, the record with what
     cannot be written replaced by a short description, and a ``bfcl_safe_note`` saying so."""
     try:

@@ -16,7 +16,7 @@ The API (for the scorer, ``explain`` and the play API)::
 One outcome model: every failure is a :class:`Verdict` — BFCL's own types, the
 non-official checks, and bfcl-safe's own (``Verdict.resource_limit``, ``Verdict.lost``,
 ``Verdict.internal_error``, made by the one fault boundary, :mod:`checker.boundary`);
-the error types are one enum (:class:`~bfcl_safe.checker.errors.ErrorType`).
+the error types are one enum (:class:`~bfcl_safe.checker.error_types.ErrorType`).
 :meth:`Verdict.to_record` is the one place a verdict becomes BFCL's failure-record dict
 (``{"valid": True}`` for a pass); do it where the score file is written.
 :func:`evaluate_entry` is a thin path for tests: ``check_entry(...).to_record(...)``.
@@ -37,7 +37,7 @@ import attrs
 from bfcl_safe.checker.contract import category_of, is_long_context
 from bfcl_safe.checker.decoders import DECODERS, DecodeError
 from bfcl_safe.checker.episode import Side
-from bfcl_safe.checker.errors import ErrorType
+from bfcl_safe.checker.error_types import ErrorType
 from bfcl_safe.checker.inputs import shown_path
 from bfcl_safe.interp.errors import BudgetExceeded
 

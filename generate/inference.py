@@ -45,7 +45,7 @@ from bfcl_safe.checker.decoders import DECODERS
 from bfcl_safe.checker.episode import MAXIMUM_STEP_LIMIT
 from bfcl_safe.checker.play import Episode, StepResult, TurnEnd
 from bfcl_safe.checker.system_prompt import system_prompt, with_system_prompt
-from bfcl_safe.generate.prompting import fc_decode_error, prompting_decode_error
+from bfcl_safe.generate.decode_errors import fc_decode_error, prompting_decode_error
 from bfcl_safe.interp import budget as budgets
 from bfcl_safe.interp.errors import BfclSafeError, BudgetExceeded
 

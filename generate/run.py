@@ -19,7 +19,7 @@ from bfcl_safe.checker.outputs import model_folder
 from bfcl_safe.checker.system_prompt import load_prompt_templates
 from bfcl_safe.generate.client import ChatClient, RetryPolicy
 from bfcl_safe.generate.inference import Completion, ModelSpec, play_entry
-from bfcl_safe.generate.results import ResultWriter, entry_index, existing_ids, result_path
+from bfcl_safe.generate.result_writer import ResultWriter, entry_index, existing_ids, result_path
 from bfcl_safe.interp.errors import BfclSafeError
 
 

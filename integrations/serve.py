@@ -73,7 +73,7 @@ except ImportError:  # pragma: no cover - only without the extra
 
 from bfcl_safe.checker.contract import MULTI_TURN_CATEGORIES
 from bfcl_safe.checker.play import Episode
-from bfcl_safe.checker.results_io import deeper_than
+from bfcl_safe.checker.result_files import deeper_than
 from bfcl_safe.checker.terminal import shown
 from bfcl_safe.integrations.text_env import (
     MODES,

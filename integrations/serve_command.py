@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import click
 
-from bfcl_safe.checker.cli import data_option, open_dataset
+from bfcl_safe.checker.commands import data_option, open_dataset
 
 
 @click.command()

@@ -10,8 +10,8 @@ from bfcl_safe.interp.builtins import check_depth
 from bfcl_safe.interp.callspec import CallSpec, Container, Failure, NameRef, SourceString
 from bfcl_safe.interp.errors import RejectedInput
 from bfcl_safe.interp.execute import DENYLIST, run_call, run_step
-from bfcl_safe.interp.fc import fc_call, reference_text
-from bfcl_safe.interp.results import ERROR_PREFIX, format_error, format_result
+from bfcl_safe.interp.fc_front import fc_call, reference_text
+from bfcl_safe.interp.result_text import ERROR_PREFIX, format_error, format_result
 from bfcl_safe.interp.table import MethodTable
 from bfcl_safe.interp.text import parse_call
 from bfcl_safe.interp.tools import tool, tool_names

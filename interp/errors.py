@@ -1,7 +1,7 @@
 """The project's error root, and the interpreter's errors.
 
 :class:`BfclSafeError` is the root of every exception bfcl-safe raises on purpose (the
-interpreter's, the backends' and the checker's: see ``checker/errors.py`` for the
+interpreter's, the backends' and the checker's: see ``checker/error_types.py`` for the
 whole family); anything else escaping is a bug. It lives here because the interpreter
 imports nothing of the other packages.
 """

@@ -27,7 +27,7 @@ from bfcl_safe.interp.builtins import (
 )
 from bfcl_safe.interp.callspec import NOT_CALL, CallSpec, Container, Failure, NameRef, Operation, SourceString
 from bfcl_safe.interp.errors import BudgetExceeded, RejectedInput
-from bfcl_safe.interp.results import format_error, format_result
+from bfcl_safe.interp.result_text import format_error, format_result
 from bfcl_safe.interp.table import MethodTable
 from bfcl_safe.interp.text import parse_call, python_syntax_error
 

@@ -36,7 +36,7 @@ MAX_TREE_ENTRIES = 100_000
 MAX_EPISODE_COPY_DEPTH = 100
 
 # --------------------------------------------------------------------------- result trees
-# (checker/results_io.py, checker/parallel.py, checker/scores.py: files, not entries)
+# (checker/result_files.py, checker/parallel.py, checker/score_files.py: files, not entries)
 #: Largest result file read, in bytes (real files: about 2.3 MB per 200 entries).
 MAX_RESULT_FILE_BYTES = 512 << 20
 #: Longest result line kept, in characters (real lines: at most 25 KB); a longer line

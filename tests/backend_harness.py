@@ -19,7 +19,7 @@ from typing import Any, Iterable
 
 from bfcl_safe.interp.budget import Budget
 from bfcl_safe.interp.errors import BudgetExceeded
-from bfcl_safe.interp.results import format_error, format_result
+from bfcl_safe.interp.result_text import format_error, format_result
 from tests.callparse import parse_trusted_call
 from tests.refenv import BACKEND_MODULES, reference_backend_class, reference_package_dir
 

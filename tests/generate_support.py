@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from bfcl_safe.generate.client import RetryPolicy
 from bfcl_safe.generate.inference import VOLATILE_FIELDS
-from bfcl_safe.generate.results import result_path
+from bfcl_safe.generate.result_writer import result_path
 from bfcl_safe.generate.run import RunSummary, make_client, plan_run, run_plan
 from tests.refenv import REF_DIR, reference_dir
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from bfcl_safe.backends.ticket_api import TicketAPI
-from bfcl_safe.interp.results import format_error, format_result
+from bfcl_safe.interp.result_text import format_error, format_result
 from tests.backend_harness import call_args as shared_call_args
 from tests.backend_harness import (
     assert_same_signatures,

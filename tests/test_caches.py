@@ -51,7 +51,7 @@ def test_the_finder_finds_the_known_kinds():
     assert "checker/decoders/fc.py _loads_cached" in caches  # lru_cache(...)(f)
     assert "checker/decoders/prompting.py _MEMO" in caches  # a module-level Memo
     assert "checker/decoders/base.py Memo" in caches  # a Memo per decoder family
-    assert "interp/results.py _FROZEN" in caches  # a dict that keeps things
+    assert "interp/result_text.py _FROZEN" in caches  # a dict that keeps things
 
 
 def test_every_cache_is_in_the_architecture_table():

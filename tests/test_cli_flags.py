@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from bfcl_safe.checker import cli as cli_module
+from bfcl_safe.checker import commands as cli_module
 from bfcl_safe.checker import runner as runner_module
-from bfcl_safe.checker.cli import select_categories
+from bfcl_safe.checker.commands import select_categories
 from bfcl_safe.cli import main
 from bfcl_safe.checker.contract import MULTI_TURN_CATEGORIES, WHEEL_SHA256
 from bfcl_safe.checker.replay import ground_truth_as_fc
-from bfcl_safe.checker.scores import ScoreFileError
+from bfcl_safe.checker.score_files import ScoreFileError
 from tests.checker_support import dataset
 from tests.refenv import wheel
 

@@ -460,7 +460,7 @@ def test_fetch_with_pip_bad_download(cache, monkeypatch):
 @pytest.mark.parametrize("line", ['{"a": [1, 2]}', '  {"a": 1}', '{"a": 1}  ', '{"a": 1} x', '{"a": 1', "[1] [2]",
                                   '"text"', "1e999", "nul", "{}\t\r", ""])
 def test_a_dataset_line_reads_as_json_loads_reads_it(line):
-    # (the dataset's lines and FC argument texts are read by checker.scores.loads_json)
+    # (the dataset's lines and FC argument texts are read by checker.score_files.loads_json)
     from bfcl_safe.checker.codec import loads_json as _loads_line
 
     try:

@@ -105,7 +105,7 @@ def outcome(function, text):
     return "list" if type(result) is list else "NOT A LIST " + type(result).__name__
 
 from bfcl_safe.checker.decoders.guard import check_libcst_input
-from bfcl_safe.checker.results_io import LineProblem, parse_line
+from bfcl_safe.checker.result_files import LineProblem, parse_line
 from bfcl_safe.interp.errors import RejectedInput
 from bfcl_safe.interp.lexical import bracket_depth
 

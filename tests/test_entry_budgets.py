@@ -28,7 +28,7 @@ from bfcl_safe.checker import boundary as boundary_module
 from bfcl_safe.checker import scoring
 from bfcl_safe.checker.boundary import EntryBoundary
 from bfcl_safe.cli import main
-from bfcl_safe.checker.errors import ErrorType
+from bfcl_safe.checker.error_types import ErrorType
 from bfcl_safe.checker.replay import ground_truth_as_fc
 from bfcl_safe.checker.verdict import Verdict
 from bfcl_safe.interp import budget

@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from bfcl_safe.checker.errors import ErrorType
+from bfcl_safe.checker.error_types import ErrorType
 from bfcl_safe.checker.episode import MAXIMUM_STEP_LIMIT, plain
 from bfcl_safe.checker.openai_format import ADDITIONAL_FUNCTION_PROMPT
 from bfcl_safe.checker.play import (

@@ -26,7 +26,7 @@ from bfcl_safe.generate.inference import serializable
 from bfcl_safe.checker.system_prompt import (
     PromptTemplateError, load_prompt_templates, parse_prompt_templates, system_prompt, with_system_prompt,
 )
-from bfcl_safe.generate.results import ResultFileError, ResultWriter, existing_ids, result_path, sort_file
+from bfcl_safe.generate.result_writer import ResultFileError, ResultWriter, existing_ids, result_path, sort_file
 from bfcl_safe.generate.run import GenerateError, plan_run, resolve_model
 from tests.checker_support import dataset as load_dataset
 from tests.generate_support import (

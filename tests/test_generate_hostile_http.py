@@ -26,7 +26,7 @@ from typing import Callable, Iterator
 
 import pytest
 
-from bfcl_safe.generate.results import result_path
+from bfcl_safe.generate.result_writer import result_path
 from bfcl_safe.interp import limits
 from tests.checker_support import dataset as load_dataset
 from tests.scripted_server import EntryScript, Reply, ScriptedServer, completion, tool_calls_message, truth_policy

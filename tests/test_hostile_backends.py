@@ -23,7 +23,7 @@ from bfcl_safe.interp import MethodTable, run_step
 from bfcl_safe.interp.budget import Budget
 from bfcl_safe.interp.errors import BudgetExceeded
 from bfcl_safe.interp.limits import ENTRY_BUDGETS
-from bfcl_safe.interp.results import format_error, format_result
+from bfcl_safe.interp.result_text import format_error, format_result
 from tests.backend_harness import assert_same_state, make_ours, make_reference, recursion_wording
 
 #: Seconds a child may take for one sequence (budgets are counted, not timed: this only

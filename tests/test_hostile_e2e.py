@@ -31,7 +31,7 @@ from typing import Any
 
 import pytest
 
-from bfcl_safe.checker.errors import ErrorType
+from bfcl_safe.checker.error_types import ErrorType
 from bfcl_safe.checker.replay import ground_truth_as_fc, ground_truth_as_prompting
 from tests.checker_support import dataset
 from tests.refenv import wheel

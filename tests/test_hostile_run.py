@@ -4,7 +4,7 @@ items 1, 5 and 8; issue 19 items 1-3 and 7).
 - One fault boundary per entry (``checker.scoring``): whatever escapes scoring an entry,
   and a failure record that cannot be written as it is, still give that entry a valid
   score-file line with a documented error type; a fresh budget is active per entry.
-- Discovery (``checker.results_io.discover``): BFCL's layout, v3 names, stray copies,
+- Discovery (``checker.result_files.discover``): BFCL's layout, v3 names, stray copies,
   duplicates, a result dir pointed at the wrong level, odd trees.
 - Reading only regular files, lines and files within their limits.
 - Writing only under the score dir: symlinks in the way, a score dir overlapping the
@@ -35,11 +35,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bfcl_safe.checker import results_io, runner, scoring
-from bfcl_safe.checker.errors import ErrorType
+from bfcl_safe.checker import result_files, runner, scoring
+from bfcl_safe.checker.error_types import ErrorType
 from bfcl_safe.checker.replay import ground_truth_as_fc
 from bfcl_safe.checker.inputs import Kind, UnreadableFile
-from bfcl_safe.checker.results_io import LayoutError, discover, read_lines
+from bfcl_safe.checker.result_files import LayoutError, discover, read_lines
 from bfcl_safe.checker.runner import ScoreDirError, score_tree
 from bfcl_safe.checker.scoring import Options
 from bfcl_safe.checker import codec
@@ -346,10 +346,10 @@ def test_only_regular_files_are_read(tmp_path: Path, kind: str) -> None:
 def test_lines_and_files_beyond_their_limits_are_refused(tmp_path: Path, monkeypatch) -> None:
     path = tmp_path / "f.json"
     path.write_text("short\n" + "x" * 5000 + "\n\nlast\r\nbare\rend", encoding="utf-8")
-    monkeypatch.setattr(results_io, "MAX_RESULT_LINE_CHARS", 1000)
+    monkeypatch.setattr(result_files, "MAX_RESULT_LINE_CHARS", 1000)
     assert [(line.number, line.text) for line in read_lines(path)] == [
         (1, "short\n"), (2, None), (4, "last\n"), (5, "bare\n"), (6, "end")]
-    monkeypatch.setattr(results_io, "RESULT_FILE", Kind("result file", 100))
+    monkeypatch.setattr(result_files, "RESULT_FILE", Kind("result file", 100))
     with pytest.raises(UnreadableFile, match=r"5,0\d\d bytes, more than the 100 a file may have; not read"):
         list(read_lines(path))
 
@@ -708,10 +708,10 @@ def test_the_count_for_known_json_equals_the_count_for_any_text_on_json(value, a
 ])
 def test_a_line_too_deep_is_skipped_for_its_depth_whatever_else_is_wrong(text: str, reason: str | None) -> None:
     if reason is None:
-        assert results_io.parse_line(text, BASE)["id"] == f"{BASE}_0"
+        assert result_files.parse_line(text, BASE)["id"] == f"{BASE}_0"
         return
-    with pytest.raises(results_io.LineProblem, match=reason):
-        results_io.parse_line(text, BASE)
+    with pytest.raises(result_files.LineProblem, match=reason):
+        result_files.parse_line(text, BASE)
 
 
 @pytest.mark.parametrize("inside", ["]" * 300, "}" * 300, "]}" * 150 + "\\\\", '\\"' + "]" * 300])
@@ -720,6 +720,6 @@ def test_closing_brackets_inside_strings_do_not_hide_a_deep_line(inside: str) ->
     text = json.dumps([inside]) + "[" * 250 + "]" * 250
     assert codec.nesting_depth(text) == 250
     assert codec.deeper_than(text, 200)
-    with pytest.raises(results_io.LineProblem, match="nested 252 levels deep"):
-        results_io.parse_line(json.dumps({"id": f"{BASE}_0", "result": [[inside], [[[[]]]]], "x": [[inside]]})[:-1]
+    with pytest.raises(result_files.LineProblem, match="nested 252 levels deep"):
+        result_files.parse_line(json.dumps({"id": f"{BASE}_0", "result": [[inside], [[[[]]]]], "x": [[inside]]})[:-1]
                               + ', "deep": ' + "[" * 251 + "]" * 251 + "}", BASE)

@@ -78,7 +78,7 @@ def imports_of(path: Path, name: str) -> set[str]:
                 submodule = f"{base}.{alias.name}"
                 targets.append(submodule if submodule in MODULES else base)
         for target in targets:
-            # `import bfcl_safe.checker.cli` imports the packages above it too; the
+            # `import bfcl_safe.checker.commands` imports the packages above it too; the
             # module named is what the importer depends on.
             while target and target not in MODULES:
                 target = target.rpartition(".")[0]
@@ -92,10 +92,10 @@ GRAPH = {name: imports_of(path, name) for name, path in MODULES.items()}
 
 def test_the_source_tree_is_what_the_layers_list():
     assert len(MODULES) > 60
-    assert {"bfcl_safe.cli", "bfcl_safe.checker.cli", "bfcl_safe.generate.cli", "bfcl_safe.interp.limits",
+    assert {"bfcl_safe.cli", "bfcl_safe.checker.commands", "bfcl_safe.generate.command", "bfcl_safe.interp.limits",
             "bfcl_safe.checker.decoders"} <= set(MODULES)
     # the graph sees function-level imports: the top group imports generate's command lazily
-    assert "bfcl_safe.generate.cli" in GRAPH["bfcl_safe.cli"]
+    assert "bfcl_safe.generate.command" in GRAPH["bfcl_safe.cli"]
 
 
 def layer_violations(graph: dict[str, set[str]]) -> list[str]:
@@ -180,20 +180,20 @@ def test_the_cycle_finder_finds_cycles(graph, expected):
 def test_the_checks_catch_an_upward_import_and_a_cycle_written_inside_a_function(tmp_path):
     """What the two tests above would say of the imports issue 26 found."""
     source = tmp_path / "cli.py"
-    source.write_text("def get_command():\n    from bfcl_safe.generate.cli import generate\n"
+    source.write_text("def get_command():\n    from bfcl_safe.generate.command import generate\n"
                       "    from bfcl_safe.integrations import ray\n")
-    imported = imports_of(source, "bfcl_safe.checker.cli")
-    assert imported == {"bfcl_safe.generate.cli", "bfcl_safe.integrations.ray"}
-    graph = {**GRAPH, "bfcl_safe.checker.cli": GRAPH["bfcl_safe.checker.cli"] | imported,
-             "bfcl_safe.generate.cli": GRAPH["bfcl_safe.generate.cli"] | {"bfcl_safe.checker.cli"}}
+    imported = imports_of(source, "bfcl_safe.checker.commands")
+    assert imported == {"bfcl_safe.generate.command", "bfcl_safe.integrations.ray"}
+    graph = {**GRAPH, "bfcl_safe.checker.commands": GRAPH["bfcl_safe.checker.commands"] | imported,
+             "bfcl_safe.generate.command": GRAPH["bfcl_safe.generate.command"] | {"bfcl_safe.checker.commands"}}
     assert layer_violations(graph) == [
-        "bfcl_safe.checker.cli (layer 2) imports bfcl_safe.generate.cli (layer 3)",
-        "bfcl_safe.checker.cli (layer 2) imports bfcl_safe.integrations.ray (layer 3)",
+        "bfcl_safe.checker.commands (layer 2) imports bfcl_safe.generate.command (layer 3)",
+        "bfcl_safe.checker.commands (layer 2) imports bfcl_safe.integrations.ray (layer 3)",
     ]
-    assert ["bfcl_safe.checker.cli", "bfcl_safe.generate.cli"] in cycles(graph)
+    assert ["bfcl_safe.checker.commands", "bfcl_safe.generate.command"] in cycles(graph)
     relative = tmp_path / "rel.py"
     relative.write_text("from . import cli\nfrom ..interp import limits\n")
-    assert imports_of(relative, "bfcl_safe.checker.rel") == {"bfcl_safe.checker.cli", "bfcl_safe.interp.limits"}
+    assert imports_of(relative, "bfcl_safe.checker.rel") == {"bfcl_safe.checker.commands", "bfcl_safe.interp.limits"}
 
 
 def test_lazily_registered_commands_are_listed_in_the_top_group_only():

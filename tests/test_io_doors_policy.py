@@ -45,7 +45,7 @@ EXCEPTIONS: dict[str, dict[str, str]] = {
     # Text frames sent back by bfcl-safe's own forked scorers (``--jobs N``): not a file.
     "checker/scoring.py": {"json.loads": "frames of our own forked processes"},
     # A tool call's argument text in a result line being checked (demo/prompting checks).
-    "generate/prompting.py": {"json.loads": "a tool call's argument text, inside the entry's boundary"},
+    "generate/decode_errors.py": {"json.loads": "a tool call's argument text, inside the entry's boundary"},
 }
 
 

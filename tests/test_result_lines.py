@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bfcl_safe.checker import results_io
+from bfcl_safe.checker import result_files
 from bfcl_safe.checker import codec
 from bfcl_safe.checker.codec import RawJSON, dumps_line, loads_result_line, raw_value
 from tests.refenv import REAL_RESULTS
@@ -182,16 +182,16 @@ def test_a_line_is_refused_for_its_depth_at_any_limit(pairs, ensure_ascii, separ
     if broken:
         text = text[:-1]
     depth = codec.nesting_depth(text)
-    saved = results_io.MAX_RESULT_LINE_DEPTH
-    results_io.MAX_RESULT_LINE_DEPTH = limit
+    saved = result_files.MAX_RESULT_LINE_DEPTH
+    result_files.MAX_RESULT_LINE_DEPTH = limit
     try:
-        results_io.parse_line(text, "multi_turn_base")
-    except results_io.LineProblem as exc:
+        result_files.parse_line(text, "multi_turn_base")
+    except result_files.LineProblem as exc:
         assert (f"nested {depth:,} levels deep" in str(exc)) == (depth > limit), (str(exc), depth, limit)
     else:
         assert depth <= limit and not broken
     finally:
-        results_io.MAX_RESULT_LINE_DEPTH = saved
+        result_files.MAX_RESULT_LINE_DEPTH = saved
 
 
 def test_a_long_raw_array_is_one_piece_and_its_depth_still_counts():
@@ -203,11 +203,11 @@ def test_a_long_raw_array_is_one_piece_and_its_depth_still_counts():
     pieces: list = []
     assert _materialised(loads_result_line(line, pieces=pieces)) == json.loads(line)
     assert len(pieces) == 3 and pieces[-1][2] == 1 and line[pieces[-1][0]] == "["  # the log, whole
-    assert results_io.parse_line(line, "multi_turn_base")["id"] == "multi_turn_base_0"
+    assert result_files.parse_line(line, "multi_turn_base")["id"] == "multi_turn_base_0"
     elements[-5] = "[" * 250 + "]" * 250  # deep, past the elements recorded one by one
     deep = '{"id": "multi_turn_base_0", "result": [], "inference_log": [' + ", ".join(elements) + "]}"
-    with pytest.raises(results_io.LineProblem, match="nested 252 levels deep"):
-        results_io.parse_line(deep, "multi_turn_base")
+    with pytest.raises(result_files.LineProblem, match="nested 252 levels deep"):
+        result_files.parse_line(deep, "multi_turn_base")
 
 
 def test_a_line_of_too_many_values_keeps_no_pieces_and_is_counted_whole():
@@ -218,5 +218,5 @@ def test_a_line_of_too_many_values_keeps_no_pieces_and_is_counted_whole():
     pieces: list = []
     loads_result_line(line, pieces=pieces)
     assert pieces == []
-    with pytest.raises(results_io.LineProblem, match="nested 251 levels deep"):
-        results_io.parse_line(line, "multi_turn_base")
+    with pytest.raises(result_files.LineProblem, match="nested 251 levels deep"):
+        result_files.parse_line(line, "multi_turn_base")

@@ -1,4 +1,4 @@
-"""interp.results.format_result: the reference's rendering (json.dumps for a dict, str for
+"""interp.result_text.format_result: the reference's rendering (json.dumps for a dict, str for
 anything else or when JSON fails), also for dicts holding FrozenJSON constants."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bfcl_safe.interp.results import FrozenJSON, format_result, frozen_json
+from bfcl_safe.interp.result_text import FrozenJSON, format_result, frozen_json
 
 _leaf = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=5),
                   st.sampled_from([object, {1, 2}, b"x", 1j]))

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from bfcl_safe.checker.errors import ErrorType
+from bfcl_safe.checker.error_types import ErrorType
 from bfcl_safe.checker.replay import ground_truth_as_fc
 from bfcl_safe.checker import parallel, runner, scoring
 from bfcl_safe.checker.scoring import Options

@@ -1,4 +1,4 @@
-"""checker.scores: score files and data_multi_turn.csv, byte for byte against BFCL.
+"""checker.score_files: score files and data_multi_turn.csv, byte for byte against BFCL.
 
 Three sources of truth: the official score files and CSV of the real gpt-oss-120b run,
 the reference's own ``make_json_serializable`` / ``write_list_of_dicts_to_file``, and
@@ -24,7 +24,7 @@ from bfcl_safe.checker.dataset import Dataset
 from bfcl_safe.checker.leaderboard import CSV_COLUMNS, collect_scores, write_leaderboard_csv
 from bfcl_safe.checker.codec import dumps_line
 from bfcl_safe.checker.outputs import ScoreFileWriter, score_file_path
-from bfcl_safe.checker.scores import (
+from bfcl_safe.checker.score_files import (
     ScoreFileError,
     category_of_score_file,
     read_score_file,

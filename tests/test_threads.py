@@ -32,7 +32,7 @@ def test_eight_threads_scoring_the_same_files_write_identical_score_files(tmp_pa
         thread.join()
     assert errors == []
     files = sorted(p.relative_to(tmp_path / "s0") for p in (tmp_path / "s0").rglob("*") if p.is_file())
-    assert len(files) == 4  # three score files and the CSV
+    assert len(files) == 9  # three score files and the six leaderboard CSVs
     for index in range(1, 8):
         for relative in files:
             assert (tmp_path / f"s{index}" / relative).read_bytes() == (tmp_path / "s0" / relative).read_bytes(), (

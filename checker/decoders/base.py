@@ -19,7 +19,7 @@ from typing import Any, Callable, Hashable, NamedTuple
 from bfcl_safe.interp import budget, limits
 from bfcl_safe.interp.errors import BfclSafeError
 from bfcl_safe.interp.execute import Call
-from bfcl_safe.interp.fc import fc_call
+from bfcl_safe.interp.fc_front import fc_call
 
 #: Step texts and FC argument texts up to this length are decoded once and remembered,
 #: CACHED_TEXTS of each at most (a few tens of MB at worst, whatever the input).

@@ -23,7 +23,7 @@ from bfcl_safe.checker.decoders.base import (
     render,
 )
 from bfcl_safe.interp.execute import Call
-from bfcl_safe.interp.fc import fc_call, reference_text
+from bfcl_safe.interp.fc_front import fc_call, reference_text
 
 # --------------------------------------------------------------------------- fc
 

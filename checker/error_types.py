@@ -1,7 +1,7 @@
 """Every exception bfcl-safe raises on purpose has one root,
 :class:`~bfcl_safe.interp.errors.BfclSafeError`, and carries data (attributes), so that
 callers never match message strings. The command line catches the root once, at its
-boundary (:class:`bfcl_safe.checker.cli.BoundaryGroup`), and prints ``Error: <one line>``
+boundary (:class:`bfcl_safe.checker.commands.BoundaryGroup`), and prints ``Error: <one line>``
 (exit status 1); anything else that escapes is a bug and is printed as ``Internal error:
 <exception type> ...`` (exit status 70), never as a traceback.
 
@@ -13,10 +13,10 @@ The family (each subclasses the root and the nearest builtin):
   tool's error result: the entry fails with ``ErrorType.RESOURCE_LIMIT``);
 - backends: :class:`~bfcl_safe.backends.long_context.LongContextDataError`;
 - data: :class:`~bfcl_safe.checker.dataset.DatasetError` (no usable dataset);
-- result trees: :class:`~bfcl_safe.checker.results_io.LayoutError` (a tree not laid out as
+- result trees: :class:`~bfcl_safe.checker.result_files.LayoutError` (a tree not laid out as
   BFCL lays it out), ``UnreadableFile`` (not a regular file, too large), ``LineProblem``;
 - scoring: :class:`~bfcl_safe.checker.runner.ScoreDirError` (score dir overlapping the result
-  dir), :class:`~bfcl_safe.checker.scores.ScoreFileError` (a score file not in BFCL's format),
+  dir), :class:`~bfcl_safe.checker.score_files.ScoreFileError` (a score file not in BFCL's format),
   ``UnsafePath`` (a write that would follow a symlink);
 - decoding: :class:`~bfcl_safe.checker.decoders.base.DecodeError`;
 - episodes: :class:`~bfcl_safe.checker.episode.EpisodeError` and the play API's subclasses;

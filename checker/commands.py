@@ -372,10 +372,10 @@ class Plan(NamedTuple):
 
 
 def _discover(plan: Plan, say: Messages) -> list[Any]:
-    """The result files to score (:func:`bfcl_safe.checker.results_io.discover`, filtered by
+    """The result files to score (:func:`bfcl_safe.checker.result_files.discover`, filtered by
     the plan's models and categories; its notices printed). A tree not laid out as BFCL
     lays it out raises its ``LayoutError`` (one line saying what to pass instead)."""
-    from bfcl_safe.checker.results_io import discover
+    from bfcl_safe.checker.result_files import discover
 
     found = discover(plan.result_dir, list(plan.models) or None, list(plan.categories))
     for notice in found.notices:
@@ -556,7 +556,7 @@ def evaluate(models: tuple[str, ...], categories: tuple[str, ...], result_dir: P
     if model_name is not None:
         if not model_name.strip():
             raise click.BadParameter("must not be empty", param_hint="'--model-name'")
-        from bfcl_safe.checker.results_io import discover
+        from bfcl_safe.checker.result_files import discover
 
         files_models = {f.model for f in discover(result_dir, list(folders) or None, chosen).files}
         if len(files_models) != 1:

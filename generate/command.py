@@ -17,7 +17,7 @@ from bfcl_safe.checker.contract import MULTI_TURN_CATEGORIES, category_of
 from bfcl_safe.checker.inputs import OPTION_FILE, UnreadableFile, read_json, shown_path
 from bfcl_safe.checker.outputs import model_folder
 from bfcl_safe.checker.terminal import shown
-from bfcl_safe.generate.results import check_result_folder
+from bfcl_safe.generate.result_writer import check_result_folder
 
 #: BFCL's file of chosen ids for ``--run-ids`` (``{category: [id, ...]}``), in the project root.
 IDS_FILE = "test_case_ids_to_generate.json"
@@ -104,7 +104,7 @@ def generate(ctx: click.Context, model: str, base_url: str | None, api_key_env: 
              then_evaluate: bool, score_dir: Path | None, data: str | None, max_retries: int,
              rate_limit_retries: int, retry_wait: tuple[float, float], timeout: float) -> None:
     """Play BFCL multi-turn entries against a model and write result files like `bfcl generate`."""
-    from bfcl_safe.checker import cli as checker_cli
+    from bfcl_safe.checker import commands as checker_cli
     from bfcl_safe.checker.terminal import ProgressLine
     from bfcl_safe.generate.client import RetryPolicy, _openai
     from bfcl_safe.generate.run import make_client, plan_run, run_plan

@@ -10,7 +10,7 @@ per line (``json.dumps`` as BFCL writes it), sorted by id once a run ends.
   overwrites; a run of chosen ids with overwrite replaces their lines in place (BFCL's
   update mode), every other line is kept.
 - Reading goes through the one result-file reader
-  (:func:`bfcl_safe.checker.results_io.read_lines`: a regular file, size and line length
+  (:func:`bfcl_safe.checker.result_files.read_lines`: a regular file, size and line length
   bounded, a FIFO never blocks) with its line rules, and a symlink as the result file is
   refused; each line's JSON is decoded with the result lines' depth bound.
 - Writing goes through the one writer (:mod:`bfcl_safe.checker.outputs`): the model and
@@ -32,7 +32,7 @@ from bfcl_safe.checker.codec import NotJSON, TooDeep, loads_bounded
 from bfcl_safe.checker.contract import MULTI_TURN_CATEGORIES, MULTI_TURN_GROUP, category_of, result_file_name
 from bfcl_safe.checker.inputs import RESULT_FILE, UnreadableFile, read_bytes, shown_path
 from bfcl_safe.checker.outputs import UnsafePath, append_line, open_folder, replace_file
-from bfcl_safe.checker.results_io import read_lines, too_long
+from bfcl_safe.checker.result_files import read_lines, too_long
 from bfcl_safe.interp.errors import BfclSafeError
 from bfcl_safe.interp.limits import MAX_RESULT_LINE_DEPTH
 
