@@ -284,6 +284,7 @@ def test_the_scripted_server_command_serves_generate(runner, tmp_path):
     import subprocess
 
     from tests.refenv import ROOT
+    from tests.test_serve_env import serve_python  # Inspect's openai provider needs openai>=3.4 (README, "Two environments")
 
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     server = subprocess.Popen([sys.executable, "-m", "bfcl_safe.checker.scripted_server", "--policy", "truth",
@@ -310,6 +311,7 @@ def test_the_scripted_server_command_refuses_a_busy_port_in_one_line(tmp_path):
     import subprocess
 
     from tests.refenv import ROOT
+    from tests.test_serve_env import serve_python  # Inspect's openai provider needs openai>=3.4 (README, "Two environments")
 
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
@@ -328,6 +330,7 @@ def test_the_inspect_example_runs_offline_against_the_scripted_server(tmp_path):
     import subprocess
 
     from tests.refenv import ROOT
+    from tests.test_serve_env import serve_python  # Inspect's openai provider needs openai>=3.4 (README, "Two environments")
 
     offline = {"HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9",
                "https_proxy": "http://127.0.0.1:9", "http_proxy": "http://127.0.0.1:9",
@@ -341,7 +344,7 @@ def test_the_inspect_example_runs_offline_against_the_scripted_server(tmp_path):
     try:
         url = re.match(r"serving (\S+) ", server.stdout.readline()).group(1)
         done = subprocess.run(
-            [sys.executable, "-m", "inspect_ai", "eval", "examples/inspect_bfcl.py", "--model", "openai/scripted-model",
+            [str(serve_python()), "-m", "inspect_ai", "eval", "examples/inspect_bfcl.py", "--model", "openai/scripted-model",
              "-M", "responses_api=false", "--model-base-url", url, "-T", "categories=multi_turn_base",
              "-T", f"data={wheel()}", "--limit", "2", "--log-dir", str(tmp_path / "logs"), "--display", "plain"],
             capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)

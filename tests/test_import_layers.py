@@ -192,7 +192,7 @@ def test_the_checks_catch_an_upward_import_and_a_cycle_written_inside_a_function
     ]
     assert ["bfcl_safe.checker.commands", "bfcl_safe.generate.command"] in cycles(graph)
     relative = tmp_path / "rel.py"
-    relative.write_text("from . import cli\nfrom ..interp import limits\n")
+    relative.write_text("from . import commands\nfrom ..interp import limits\n")
     assert imports_of(relative, "bfcl_safe.checker.rel") == {"bfcl_safe.checker.commands", "bfcl_safe.interp.limits"}
 
 
