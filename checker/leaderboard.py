@@ -193,7 +193,7 @@ def _numbers(value: Any, out: list) -> None:
     # As the reference: a list whose items are all lists is flattened one level, and its
     # numbers (not 0) kept; otherwise the value itself if it is a number (not 0).
     if isinstance(value, list) and all(isinstance(item, list) for item in value):
-        out.extend(item for inner in value for item in inner if isinstance(item, (int, float)) and item != 0)
+        out.extend([item for inner in value for item in inner if isinstance(item, (int, float)) and item != 0])
     elif isinstance(value, (int, float)) and value != 0:
         out.append(value)
 

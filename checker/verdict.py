@@ -399,7 +399,14 @@ def is_empty_response(items: Sequence[Any]) -> bool:
     On a step's decoded calls or their texts: ``[]`` or ``[""]`` (a decoded call is text
     or a call record, and only empty text has a length of 0); on a turn's decoded steps:
     ``[]`` or ``[[]]``. The one test of "a step (or turn) that ran no call"."""
-    return len(items) == 0 or (len(items) == 1 and isinstance(items[0], Sized) and len(items[0]) == 0)
+    count = len(items)
+    if count != 1:
+        return count == 0
+    first = items[0]
+    kind = type(first)
+    if kind is str or kind is list or kind is tuple or kind is dict:  # (Sized, without the ABC's check)
+        return len(first) == 0
+    return isinstance(first, Sized) and len(first) == 0
 
 
 def decode_turn(turn: Any, decoder: str) -> list[tuple[Any, list[Any]]] | None:
