@@ -95,6 +95,20 @@ def model_folder(name: str, *, existing: bool = False) -> str:
     return folder
 
 
+def _open_no_follow(name: str, flags: int, dir_fd: int, where: Path, otherwise: str) -> int:
+    """``os.open(name, flags, dir_fd=dir_fd)`` with ``O_NOFOLLOW`` in ``flags``; when it fails
+    because of what is there, :class:`UnsafePath` saying so ("a symlink", else ``otherwise``);
+    any other failure (nothing there to stat) is the open's own error."""
+    try:
+        return os.open(name, flags, 0o666, dir_fd=dir_fd)
+    except OSError as exc:
+        try:
+            mode = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
+        except OSError:
+            raise exc from None
+        raise UnsafePath(where, "a symlink" if stat.S_ISLNK(mode) else otherwise) from None
+
+
 def open_folder(root: str | os.PathLike, parts: Sequence[str] = ()) -> int:
     """A descriptor of ``root/parts...``, made where missing; every component below
     ``root`` is opened with ``O_NOFOLLOW``: a symlink (or a non-folder) there raises
@@ -112,14 +126,7 @@ def open_folder(root: str | os.PathLike, parts: Sequence[str] = ()) -> int:
                 os.mkdir(part, 0o777, dir_fd=fd)
             except FileExistsError:
                 pass
-            try:
-                inner = os.open(part, _DIR_FLAGS | _NOFOLLOW, dir_fd=fd)
-            except OSError as exc:
-                try:
-                    mode = os.stat(part, dir_fd=fd, follow_symlinks=False).st_mode
-                except OSError:
-                    raise exc from None
-                raise UnsafePath(path, "a symlink" if stat.S_ISLNK(mode) else "not a folder") from None
+            inner = _open_no_follow(part, _DIR_FLAGS | _NOFOLLOW, fd, path, "not a folder")
             os.close(fd)
             fd = inner
     except BaseException:
@@ -231,14 +238,7 @@ def append_line(name: str, dir_fd: int, text: str, *, where: Path) -> None:
     """Append ``text`` and a newline to the regular file ``name`` in ``dir_fd`` (created if
     absent), flushed to disk. A symlink, FIFO, device or folder there is :class:`UnsafePath`."""
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC
-    try:
-        fd = os.open(name, flags, 0o666, dir_fd=dir_fd)
-    except OSError as exc:
-        try:
-            mode = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
-        except OSError:
-            raise exc from None
-        raise UnsafePath(where, "a symlink" if stat.S_ISLNK(mode) else "not a regular file") from None
+    fd = _open_no_follow(name, flags, dir_fd, where, "not a regular file")
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise UnsafePath(where, "not a regular file")
