@@ -60,7 +60,8 @@ import csv
 import io
 import math
 import os
-import statistics
+from itertools import chain
+from operator import methodcaller, mul
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -182,20 +183,38 @@ def line_usage(entry: Mapping[str, Any]) -> tuple[list, list, list] | None:
     """``(latencies, input token counts, output token counts)`` of one parsed result line
     (the reference's ``record_cost_latency`` rule), or None when it has none. Taken by the
     scorer where it parses the line, and sent back with its result (no second parse)."""
-    if not any(key in entry for key in USAGE_KEYS):
+    get = entry.get
+    latency, inputs, outputs = get("latency", _ABSENT), get("input_token_count", _ABSENT), get(
+        "output_token_count", _ABSENT)  # (USAGE_KEYS)
+    if latency is _ABSENT and inputs is _ABSENT and outputs is _ABSENT:
         return None
-    usage = Usage()
-    usage.add(entry)
-    return usage.latencies, usage.input_tokens, usage.output_tokens
+    usage: tuple[list, list, list] = ([], [], [])
+    for value, out in zip((latency, inputs, outputs), usage):
+        if value is not _ABSENT:
+            _numbers(value, out)
+    return usage
+
+
+_ABSENT = object()
 
 
 def _numbers(value: Any, out: list) -> None:
     # As the reference: a list whose items are all lists is flattened one level, and its
-    # numbers (not 0) kept; otherwise the value itself if it is a number (not 0).
-    if isinstance(value, list) and all(isinstance(item, list) for item in value):
-        out.extend([item for inner in value for item in inner if isinstance(item, (int, float)) and item != 0])
+    # numbers (not 0) kept; otherwise the value itself if it is a number (not 0). The
+    # checks run in C when the types are the plain ones a JSON decoder makes.
+    if isinstance(value, list) and (_LIST.issuperset(map(type, value))
+                                    or all(isinstance(item, list) for item in value)):
+        flat = list(chain.from_iterable(value))
+        if _PLAIN_NUMBERS.issuperset(map(type, flat)):
+            out.extend(filter(None, flat))  # (for int, float and bool, ``x != 0`` is ``bool(x)``)
+        else:
+            out.extend([item for item in flat if isinstance(item, (int, float)) and item != 0])
     elif isinstance(value, (int, float)) and value != 0:
         out.append(value)
+
+
+_LIST = frozenset((list,))
+_PLAIN_NUMBERS = frozenset((int, float, bool))
 
 
 def _numpy_round(value: float) -> float:
@@ -210,8 +229,8 @@ def _numpy_round(value: float) -> float:
 
 def percentile_95(values: Sequence[int | float]) -> float:
     """``numpy.percentile(values, 95)`` (method ``linear``), computed as numpy computes it."""
-    data = sorted(float(value) for value in values)
-    if any(math.isnan(value) for value in data):
+    data = sorted(map(float, values))
+    if any(map(math.isnan, data)):
         return math.nan
     count = len(data)
     virtual = (count - 1) * 0.95
@@ -222,6 +241,94 @@ def percentile_95(values: Sequence[int | float]) -> float:
     low, high = data[below], data[below + 1]
     diff = high - low
     return high - diff * (1 - gamma) if gamma >= 0.5 else low + diff * gamma
+
+
+def _exact_sums(values: Sequence[Any]) -> tuple[int, int, int, bool] | None:
+    """``(N, Q, s, all ints)`` with ``sum(values) == N / 2**s`` and
+    ``sum(v * v for v in values) == Q / 2**(2*s)`` exactly, when every value is an
+    ``int`` or a finite ``float`` (a float's denominator is a power of two, so every
+    value is a whole number of ``2**-s``); None for anything else (bools, NaN,
+    infinities, other types). The loops run in C (``map``)."""
+    kinds = set(map(type, values))
+    if not kinds <= _INT_FLOAT:
+        return None
+    if float not in kinds:
+        return sum(values), sum(map(mul, values, values)), 0, True
+    if int not in kinds:
+        # Floats alone: scaled by one power of two that makes each a whole number (a
+        # float of exponent e is a multiple of 2**(e - 53)), they are multiplied and
+        # converted exactly, without a ratio per value.
+        if not all(map(math.isfinite, values)):
+            return None
+        magnitudes = list(filter(None, map(abs, values)))
+        if not magnitudes:
+            return 0, 0, 0, False
+        shift = max(53 - math.frexp(min(magnitudes))[1], 0)
+        if shift <= 1000 and math.frexp(max(magnitudes))[1] + shift <= 1000:  # (no overflow on the way)
+            scaled = list(map(int, map(math.ldexp(1.0, shift).__mul__, values)))
+            return sum(scaled), sum(map(mul, scaled, scaled)), shift, False
+    try:
+        numerators, denominators = zip(*map(_RATIO, values))
+    except (ValueError, OverflowError):  # NaN, infinity
+        return None
+    common = max(denominators)
+    scaled = list(map(mul, numerators, map(common.__floordiv__, denominators)))
+    return sum(scaled), sum(map(mul, scaled, scaled)), common.bit_length() - 1, False
+
+
+_INT_FLOAT = frozenset((int, float))
+_RATIO = methodcaller("as_integer_ratio")
+
+
+def exact_mean(values: Sequence[Any]) -> Any:
+    """``statistics.mean(values)`` (the reference's latency mean): the exact mean, correctly
+    rounded to a float; an ``int`` when every value is an int and the mean is whole.
+    Computed with integers for ints and finite floats; anything else goes to ``statistics``."""
+    return _mean(values, _exact_sums(values))
+
+
+def _mean(values: Sequence[Any], sums: tuple[int, int, int, bool] | None) -> Any:
+    if sums is None or not values:
+        import statistics
+        return statistics.mean(values)
+    total, _, shift, whole = sums
+    count = len(values)
+    if whole and total % count == 0:
+        return total // count
+    return total / (count << shift)
+
+
+def exact_stdev(values: Sequence[Any]) -> float:
+    """``statistics.stdev(values)``: the square root of the exact sample variance, correctly
+    rounded to a float (as CPython 3.11 and later compute it). Integers for ints and finite
+    floats; anything else goes to ``statistics``."""
+    return _stdev(values, _exact_sums(values))
+
+
+def _stdev(values: Sequence[Any], sums: tuple[int, int, int, bool] | None) -> float:
+    count = len(values)
+    if sums is None or count < 2:
+        import statistics
+        return statistics.stdev(values)
+    total, squares, shift, _ = sums
+    # variance = (count * Q - N**2) / (count * (count - 1) * 4**shift)
+    return _sqrt_of_fraction(count * squares - total * total, (count * (count - 1)) << (2 * shift))
+
+
+def _sqrt_of_fraction(numerator: int, denominator: int) -> float:
+    """The square root of ``numerator / denominator`` (both >= 0, the denominator > 0),
+    correctly rounded to a float: an integer root of at least 56 bits, its last bit set
+    when it is inexact (rounding to odd keeps the information the final rounding needs),
+    then one correctly rounded int-to-float step."""
+    exponent = (numerator.bit_length() - denominator.bit_length() - 112) // 2
+    if exponent >= 0:
+        scaled_numerator, scaled_denominator = numerator, denominator << (2 * exponent)
+    else:
+        scaled_numerator, scaled_denominator = numerator << (-2 * exponent), denominator
+    root = math.isqrt(scaled_numerator // scaled_denominator)
+    if root * root * scaled_denominator != scaled_numerator:
+        root |= 1
+    return float(root << exponent) if exponent >= 0 else root / (1 << -exponent)
 
 
 def cost_and_latency(info: Any, usage: Usage | None) -> tuple[Any, Any, Any, Any]:
@@ -246,14 +353,15 @@ def cost_and_latency(info: Any, usage: Usage | None) -> tuple[Any, Any, Any, Any
     except (TypeError, OverflowError, ValueError):
         cost = NOT_AVAILABLE
     if latencies:
+        sums = _exact_sums(latencies)  # (for the mean and the deviation)
         try:
-            mean = round(statistics.mean(latencies), 2)
+            mean = round(_mean(latencies, sums), 2)
             p95 = _numpy_round(percentile_95(latencies))
         except (TypeError, OverflowError, ValueError):
             mean, p95 = NOT_AVAILABLE, NOT_AVAILABLE
         if len(latencies) > 1:
             try:
-                deviation = round(statistics.stdev(latencies), 2)
+                deviation = round(_stdev(latencies, sums), 2)
             except (TypeError, OverflowError, ValueError):
                 deviation = NOT_AVAILABLE
     return cost, mean, deviation, p95

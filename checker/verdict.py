@@ -39,6 +39,7 @@ from bfcl_safe.checker.decoders import DECODERS, DecodeError
 from bfcl_safe.checker.episode import Side
 from bfcl_safe.checker.error_types import ErrorType
 from bfcl_safe.checker.inputs import shown_path
+from bfcl_safe.interp.callspec import CallSpec
 from bfcl_safe.interp.errors import BudgetExceeded
 
 
@@ -399,13 +400,14 @@ def is_empty_response(items: Sequence[Any]) -> bool:
     On a step's decoded calls or their texts: ``[]`` or ``[""]`` (a decoded call is text
     or a call record, and only empty text has a length of 0); on a turn's decoded steps:
     ``[]`` or ``[[]]``. The one test of "a step (or turn) that ran no call"."""
-    count = len(items)
-    if count != 1:
-        return count == 0
+    if len(items) != 1:
+        return not items
     first = items[0]
     kind = type(first)
+    if kind is CallSpec:  # (a decoded call, the commonest by far: not sized)
+        return False
     if kind is str or kind is list or kind is tuple or kind is dict:  # (Sized, without the ABC's check)
-        return len(first) == 0
+        return not first
     return isinstance(first, Sized) and len(first) == 0
 
 

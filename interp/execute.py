@@ -10,6 +10,7 @@ and propagates.
 from __future__ import annotations
 
 import re
+import sys
 from typing import Any, Iterable, Sequence
 
 from bfcl_safe.interp import budget, limits
@@ -223,17 +224,29 @@ def _result(spec: CallSpec, table: MethodTable) -> str:
         return format_error(exc)  # reference renders inside its try, so this is a result too
 
 
+#: ``room`` when no budget is active: more characters than any process can hold.
+_UNCOUNTED = sys.maxsize
+
+
 def run_step(calls: Sequence[Call] | Iterable[Call], table: MethodTable) -> list[str]:
     """Run the calls of one model step in order; one result string per call.
 
     Every result string is kept (the checks compare them, failure records write them):
-    its characters are charged to the active budget's ``result_chars`` as it is made, so
-    an entry that would keep more fails with the resource-limit type instead."""
+    its characters are counted as it is made and charged to the active budget's
+    ``result_chars``, so an entry that would keep more fails with the resource-limit
+    type instead."""
     results = []
     active = budget.current()
-    # Budget.charge inline (a hot path) unless a subclass may count differently.
-    spent = active.spent if active is not None and type(active) is budget.Budget else None
-    limit = active.limits[RESULT_CHARS] if active is not None else 0
+    # The step's kept characters are counted here and charged once at its end; a call
+    # whose result would take them past what the budget has left charges them at once
+    # (the charge raises, with the total it would have reached).
+    if active is None:
+        room = _UNCOUNTED
+    else:
+        spent = active.spent
+        before = spent.get(RESULT_CHARS, 0)
+        room = active.limits[RESULT_CHARS] - before
+    kept = 0
     for index, call in enumerate(calls):
         if index >= limits.MAX_CALLS_PER_STEP:
             result = format_error(RejectedInput(
@@ -241,12 +254,17 @@ def run_step(calls: Sequence[Call] | Iterable[Call], table: MethodTable) -> list
             ))
         else:
             result = run_call(call, table)
-        if spent is not None:
-            total = spent.get(RESULT_CHARS, 0) + len(result)
-            if total > limit:
-                raise BudgetExceeded(RESULT_CHARS, limit, total)
-            spent[RESULT_CHARS] = total
-        elif active is not None:
-            active.charge(RESULT_CHARS, len(result))
+        kept += len(result)
+        if kept > room:
+            active.charge(RESULT_CHARS, kept)  # type: ignore[union-attr] # (room is finite only with a budget)
         results.append(result)
+    if kept and active is not None:
+        if type(active) is budget.Budget:  # Budget.charge inline (a subclass may count differently)
+            # (read again: a tool may have charged the text it built meanwhile, e.g. find's paths)
+            total = spent.get(RESULT_CHARS, 0) + kept
+            if total > room + before:
+                raise BudgetExceeded(RESULT_CHARS, room + before, total)
+            spent[RESULT_CHARS] = total
+        else:
+            active.charge(RESULT_CHARS, kept)
     return results

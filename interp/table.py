@@ -95,8 +95,7 @@ class MethodTable:
                 return _not_callable(_CONSTANTS[name])
             raise NameError(f"name '{name}' is not defined") from None
         instance = self._instances[index]
-        method: Callable[..., Any] = function.__get__(instance, type(instance))
-        return method
+        return function.__get__(instance, type(instance))  # type: ignore[no-any-return]
 
     def _owner(self, name: str) -> str | None:
         """The instance name the reference prefixes ``name(`` with, if ``name`` is a tool."""
