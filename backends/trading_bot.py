@@ -22,6 +22,7 @@ import attrs
 
 from bfcl_safe.backends import growth
 from bfcl_safe.backends.base import Backend
+from bfcl_safe.backends.dates import DATE_FORMAT, TIMESTAMP_FORMAT, strptime
 from bfcl_safe.backends.seeded import LazyRandom
 from bfcl_safe.interp.result_text import frozen_json
 from bfcl_safe.interp.tools import tool
@@ -29,8 +30,6 @@ from bfcl_safe.interp.tools import tool
 #: The simulated "now" of every scenario.
 CURRENT_TIME = datetime(2024, 9, 1, 10, 30)
 
-TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S"
-DATE_FORMAT = "%Y-%m-%d"
 
 DEFAULT_RANDOM_SEED = 1053520
 
@@ -106,14 +105,14 @@ _SECTORS = {
 
 @lru_cache(maxsize=4096)
 def _parse_cached(text: str, fmt: str) -> datetime:
-    return datetime.strptime(text, fmt)
+    return strptime(text, fmt)
 
 
 def _parse(text: Any, fmt: str) -> datetime:
     """``datetime.strptime`` (same errors), cached for str input; datetimes are immutable."""
     if type(text) is str:
         return _parse_cached(text, fmt)
-    return datetime.strptime(text, fmt)
+    return strptime(text, fmt)
 
 
 #: Types whose values ``copy.deepcopy`` returns as they are.

@@ -17,6 +17,7 @@ import attrs
 
 from bfcl_safe.backends import growth
 from bfcl_safe.backends.base import Backend
+from bfcl_safe.backends.dates import DATE_FORMAT, strptime
 from bfcl_safe.backends.seeded import LazyRandom
 from bfcl_safe.interp.tools import tool
 
@@ -473,7 +474,7 @@ class TravelAPI(Backend):
             return {"booking_status": False, "error": error}
         try:
             # A non-string date raises TypeError, which the reference lets through.
-            datetime.strptime(travel_date, "%Y-%m-%d")
+            strptime(travel_date, DATE_FORMAT)
         except ValueError:
             return {"booking_status": False, "error": "Invalid date format. Use YYYY-MM-DD."}
         # The reference checks membership in a set (an unhashable class raises TypeError;
@@ -638,7 +639,7 @@ class TravelAPI(Backend):
                 f"Expected {self.user_first_name} {self.user_last_name}, got {first_name} {last_name}",
             }
         try:
-            born = datetime.strptime(date_of_birth, "%Y-%m-%d")
+            born = strptime(date_of_birth, DATE_FORMAT)
             # The wall clock decides the age, as in the reference.
             today = datetime.today()
             age = today.year - born.year - ((today.month, today.day) < (born.month, born.day))

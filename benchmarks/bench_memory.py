@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.corpora import replicate  # noqa: E402
-from bfcl_safe.cli import GC_THRESHOLDS  # noqa: E402
+from bfcl_safe.launcher import GC_THRESHOLDS  # noqa: E402
 from bfcl_safe.checker.dataset import Dataset  # noqa: E402
 from bfcl_safe.checker.runner import score_tree
 from bfcl_safe.checker.scoring import Options  # noqa: E402

@@ -1,5 +1,5 @@
 """``python -m bfcl_safe``: the ``bfcl-safe`` command."""
 
-from bfcl_safe.cli import run
+from bfcl_safe.launcher import run
 
 run()

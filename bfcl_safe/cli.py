@@ -1,6 +1,6 @@
 """The ``bfcl-safe`` command, assembled at the top: the click group :func:`main` with the
 command's one error boundary (:class:`BoundaryGroup`), the commands registered into it,
-and :func:`run`, the console script (also ``python -m bfcl_safe``).
+run by :func:`bfcl_safe.launcher.run`, the console script (also ``python -m bfcl_safe``).
 
 The commands live with what they drive: ``evaluate``, ``explain``, ``demo`` and ``data``
 in :mod:`bfcl_safe.checker.commands` (with the option helpers and errors every command shares),
@@ -28,17 +28,9 @@ error; 130 interrupted.
 from __future__ import annotations
 
 import functools
-import gc
-import os
-import sys
 from typing import TYPE_CHECKING, Any, Callable
 
 import click
-
-#: The collector's thresholds while the command runs: a collection every 200,000 net
-#: allocations of containers instead of 700 (``benchmarks/bench_memory.py`` measures
-#: the peak with these settings; cyclic garbage is still collected).
-GC_THRESHOLDS = (200_000, 20, 100)
 
 if TYPE_CHECKING:
     from bfcl_safe.checker.parallel import Pool
@@ -141,47 +133,3 @@ def main(ctx: click.Context) -> None:
     from bfcl_safe.checker.commands import RAY_POOL_OPENER
 
     ctx.meta[RAY_POOL_OPENER] = _open_ray_pool
-
-
-def run() -> None:
-    """Run the command and exit. Everything is written and closed by the time the
-    command returns; tearing down the interpreter's objects one by one (tens of
-    milliseconds after a run) would only delay the exit.
-
-    No collection runs while the commands' modules are imported (they create tens of
-    thousands of objects that live as long as the process, and with Python's default
-    settings the collector would scan them again and again while they are created);
-    what they created is then left out of the collector's scans (``gc.freeze``), and
-    scoring, which allocates many short-lived containers, is collected less often
-    (:data:`GC_THRESHOLDS`)."""
-    gc.disable()
-    try:
-        try:
-            from bfcl_safe.checker import commands as cli  # noqa: F401 - the commands' modules, imported now
-        finally:
-            gc.freeze()
-            gc.set_threshold(*GC_THRESHOLDS)
-            gc.enable()
-        main()
-    except SystemExit as exc:
-        code = exc.code
-    except KeyboardInterrupt:  # before the command's own boundary was reached
-        print("Interrupted: nothing was written", file=sys.stderr)
-        code = 130
-    except Exception as exc:  # noqa: BLE001 - last guard: the click group's boundary catches the rest
-        print(f"Internal error: {type(exc).__name__} while starting bfcl-safe (a bug; please report it)",
-              file=sys.stderr)
-        code = 70
-    else:
-        code = 0
-    if code is None:
-        code = 0
-    elif not isinstance(code, int):
-        print(code, file=sys.stderr)
-        code = 1
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a closed pipe or stream: nothing more can be said
-            pass
-    os._exit(code)

@@ -175,10 +175,12 @@ class Side:
 
     def run(self, calls: Iterable[Call]) -> list[str]:
         """Run one step's calls; one result string per call (BFCL's ``execute_multi_turn_func_call``)."""
+        if type(calls) is not list:
+            calls = list(calls)  # (a snapshot of what is run)
         if self._lock is _NO_LOCK:
-            return run_step(list(calls), self.table)
+            return run_step(calls, self.table)
         with self._lock:
-            return run_step(list(calls), self.table)
+            return run_step(calls, self.table)
 
     def state(self) -> dict[str, dict[str, Any]]:
         """``{class: {attribute: value}}`` of the attributes the scorer compares, as plain data."""

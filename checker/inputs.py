@@ -285,21 +285,17 @@ class Archive:
         if info.file_size > MAX_WHEEL_MEMBER_RATIO * max(info.compress_size, 1):
             raise UnreadableFile(where, f"inflates {info.file_size:,} bytes from {info.compress_size:,}, a ratio above "
                                         f"{MAX_WHEEL_MEMBER_RATIO:,}; not read")
-        chunks = []
-        total = 0
         try:
             with self._zip.open(info) as member:
-                while block := member.read(1 << 20):
-                    total += len(block)
-                    if total > min(kind.limit, info.file_size):
-                        raise UnreadableFile(where, f"inflates to more than the {info.file_size:,} bytes it declares; "
-                                                    f"not read")
-                    chunks.append(block)
+                # One read of at most one byte more than it declares: the decompressor
+                # inflates no further (zipfile passes the length on), and a member that
+                # declared less than it holds shows itself by that byte.
+                data = member.read(min(kind.limit, info.file_size) + 1)
         except (zipfile.BadZipFile, zlib.error, OSError, ValueError, EOFError, NotImplementedError) as exc:
-            if isinstance(exc, UnreadableFile):
-                raise
             raise UnreadableFile(where, f"corrupt ({_reason(exc)})") from None
-        return b"".join(chunks)
+        if len(data) > info.file_size:
+            raise UnreadableFile(where, f"inflates to more than the {info.file_size:,} bytes it declares; not read")
+        return data
 
 
 def _reason(exc: BaseException) -> str:

@@ -151,12 +151,12 @@ def score_line(dataset: Dataset, context: Context, text: str) -> LineResult:
         dataset.entry(entry_id)
     except KeyError:
         return LineResult(UNKNOWN, entry_id, usage=usage)
-    result = score_item(dataset, context, item)
-    return result if usage is None else result._replace(usage=usage)
+    return score_item(dataset, context, item, usage)
 
 
-def score_item(dataset: Dataset, context: Context, item: dict) -> LineResult:
-    """The fault boundary of one entry (``item``: a parsed line of its category)."""
+def score_item(dataset: Dataset, context: Context, item: dict, usage: Any = None) -> LineResult:
+    """The fault boundary of one entry (``item``: a parsed line of its category;
+    ``usage``: its numbers for the leaderboard, carried in the result)."""
     entry_id = item["id"]
     shape = None
     boundary = EntryBoundary("score this entry")
@@ -164,20 +164,21 @@ def score_item(dataset: Dataset, context: Context, item: dict) -> LineResult:
         shape = malformed(item["result"])
         record = score_entry(dataset, item, context)
         if record.get("valid"):
-            return LineResult(SCORED, entry_id, shape=shape)
+            return LineResult(SCORED, entry_id, shape=shape, usage=usage)
         error = record["error"]
         return LineResult(SCORED, entry_id, shape=shape, error_type=error["error_type"],
-                          error_message=error["error_message"], line=render_record(record))
+                          error_message=error["error_message"], usage=usage, line=render_record(record))
     assert boundary.failure is not None
-    return _own_failure(boundary.failure, entry_id, context, shape)
+    return _own_failure(boundary.failure, entry_id, context, shape, usage)
 
 
-def _own_failure(verdict: Verdict, entry_id: str, context: Context, shape: str | None) -> LineResult:
+def _own_failure(verdict: Verdict, entry_id: str, context: Context, shape: str | None,
+                 usage: Any = None) -> LineResult:
     """The result of an entry that failed with one of bfcl-safe's own types; its one-line
     message is also the note reported on stderr."""
     assert verdict.error_type is not None  # (a failed verdict)
     return LineResult(SCORED, entry_id, shape=shape, error_type=verdict.error_type.value,
-                      error_message=verdict.error_message, note=verdict.error_message[0],
+                      error_message=verdict.error_message, note=verdict.error_message[0], usage=usage,
                       line=render_record(verdict.own_record(entry_id, context.model, context.category)))
 
 
@@ -191,8 +192,7 @@ def lost_result(text: str, context: Context, reason: str) -> LineResult:
         return LineResult(SKIPPED, message=str(exc))
     except Exception as exc:  # noqa: BLE001
         return LineResult(SKIPPED, message=f"cannot be read ({type(exc).__name__}); line skipped")
-    return _own_failure(Verdict.lost(reason), item["id"], context, malformed(item["result"]))._replace(
-        usage=line_usage(item))
+    return _own_failure(Verdict.lost(reason), item["id"], context, malformed(item["result"]), line_usage(item))
 
 
 def score_entry(dataset: Dataset, item: dict, context: Context) -> dict:

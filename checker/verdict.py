@@ -422,9 +422,9 @@ def decode_turn(turn: Any, decoder: str) -> list[tuple[Any, list[Any]]] | None:
                 calls = decode(step)
             except DecodeError:
                 continue
-            if is_empty_response(calls):
-                continue
-            steps.append((step, calls))
+            # (is_empty_response, with the commonest answer first: one decoded call or more)
+            if len(calls) > 1 or (calls and type(calls[0]) is CallSpec) or not is_empty_response(calls):
+                steps.append((step, calls))
     elif isinstance(turn, dict):
         # Iterating a dict yields its keys, as in the reference.
         for step in turn:
