@@ -32,7 +32,8 @@ def strptime(text: Any, fmt: str) -> datetime:
         found = shape.fullmatch(text)
         if found is not None:
             try:
-                return datetime(*map(int, found.groups()))
+                year, month, day, hour, minute, second = (*map(int, found.groups()), 0, 0, 0)[:6]
+                return datetime(year, month, day, hour, minute, second)
             except ValueError:  # (e.g. a 30th of February: strptime words the error)
                 pass
     return datetime.strptime(text, fmt)

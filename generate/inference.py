@@ -69,6 +69,9 @@ FORCE_QUIT = f"Model has been forced to quit after {MAXIMUM_STEP_LIMIT} steps."
 REPLY_BUDGET = "generate_reply_characters"
 #: Tool calls the answers add to the chat, counted against the entry's budget.
 TOOL_CALL_BUDGET = "generate_tool_calls"
+#: Characters of the ``--include-input-log`` records an entry keeps (the chat as sent,
+#: at every step, with the tools), counted as each is made.
+INPUT_LOG_BUDGET = "generate_input_log_characters"
 
 
 @attrs.frozen
@@ -308,6 +311,7 @@ def _play(entry: Mapping[str, Any], prompt: Mapping[str, Any], model: ModelSpec,
         if turn == 0 and not fc and templates is not None:  # (not fc: templates were checked above)
             turn_messages = with_system_prompt(turn_messages, system_prompt(templates, docs))
         tools = episode.tools(format="openai") if fc else None
+        tools_chars: int | None = None  # (their JSON's length, once a turn, for the input log)
         messages.extend(copy.deepcopy(turn_messages))
         turn_log: dict = {"begin_of_turn_query": turn_messages}
         turn_responses: list = []
@@ -321,8 +325,14 @@ def _play(entry: Mapping[str, Any], prompt: Mapping[str, Any], model: ModelSpec,
             response, latency = client.complete(messages, tools if tools else None)
             if include_input_log:
                 # BFCL's --include-input-log: what was sent, as its handler records it (the
-                # repr of the message list; in FC mode with the tools).
-                sent = {"message": repr(messages), "tools": tools} if fc else {"message": repr(messages)}
+                # repr of the message list; in FC mode with the tools). The whole chat at
+                # every step: charged, so that an entry's log stays within what a result
+                # line may hold, instead of growing with the square of its steps.
+                sent_text = repr(messages)
+                if fc and tools_chars is None:
+                    tools_chars = len(json.dumps(tools))
+                budgets.charge(INPUT_LOG_BUDGET, len(sent_text) + (tools_chars or 0))
+                sent = {"message": sent_text, "tools": tools} if fc else {"message": sent_text}
                 step_log.append({"role": "inference_input", "content": sent})
             message = response.choices[0].message
             if fc:

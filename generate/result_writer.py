@@ -34,7 +34,7 @@ from bfcl_safe.checker.inputs import RESULT_FILE, UnreadableFile, read_bytes, sh
 from bfcl_safe.checker.outputs import UnsafePath, append_line, open_folder, replace_file
 from bfcl_safe.checker.result_files import read_lines, too_long
 from bfcl_safe.interp.errors import BfclSafeError
-from bfcl_safe.interp.limits import MAX_RESULT_LINE_DEPTH
+from bfcl_safe.interp.limits import MAX_RESULT_LINE_CHARS, MAX_RESULT_LINE_DEPTH
 
 #: What a user can do about a result file that cannot be resumed from.
 _WAY_OUT = "move the file away or pass --allow-overwrite"
@@ -157,6 +157,15 @@ def check_result_folder(result_dir: Path, model_folder: str) -> None:
             raise UnsafePath(file, "a symlink" if stat.S_ISLNK(mode) else "not a regular file")
 
 
+def too_long_line(entry_id: str, chars: int) -> dict:
+    """The result line of an entry whose line would have ``chars`` characters, more than
+    :data:`~bfcl_safe.interp.limits.MAX_RESULT_LINE_CHARS`: BFCL's inference-error form."""
+    reason = (f"the result line would be {chars:,} characters long, more than the "
+              f"{MAX_RESULT_LINE_CHARS:,} a result file's line may have")
+    return {"id": entry_id, "result": f"Error during inference: {reason}",
+            "traceback": f"bfcl_safe.generate.result_writer.LineTooLong: {reason}"}
+
+
 class ResultWriter:
     """Writes result lines of one model, from any thread. Made before any entry is
     played: the model's ``multi_turn`` folder is opened (made where missing) without
@@ -202,8 +211,16 @@ class ResultWriter:
             _replace(path, dir_fd, [line for line, _ in lines])
         self._prepared.add(path)
 
-    def write(self, line: dict) -> None:
+    def write(self, line: dict) -> dict:
+        """Append ``line`` to its category's file; return what was written: ``line``, or,
+        when its text would be longer than a result file's line may be
+        (:data:`~bfcl_safe.interp.limits.MAX_RESULT_LINE_CHARS`: ``evaluate`` would skip
+        it, and without ``--partial-eval`` not score the file), BFCL's inference-error
+        line for the entry saying so."""
         text = json.dumps(line)
+        if len(text) > MAX_RESULT_LINE_CHARS:
+            line = too_long_line(line["id"], len(text))
+            text = json.dumps(line)
         path = self.path_for(line["id"])
         with self._lock:
             fd = self._folder()
@@ -214,8 +231,9 @@ class ResultWriter:
                     kept = [(old, value["id"]) for old, value in _read_lines(path)[0] if value["id"] != line["id"]]
                     ordered = sorted([*kept, (text, line["id"])], key=lambda pair: entry_index(pair[1]))
                     _replace(path, fd, [old for old, _ in ordered])
-                    return
+                    return line
                 append_line(path.name, fd, text, where=path)
+                return line
             finally:
                 os.close(fd)
 

@@ -152,8 +152,7 @@ def run_plan(plan: Plan, dataset: Any, client: Completion, *, num_threads: int =
             done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
             for future in done:
                 entry_id = in_flight.pop(future)
-                line = future.result()
-                writer.write(line)
+                line = writer.write(future.result())
                 summary.written += 1
                 if isinstance(line.get("result"), str):
                     summary.errors += 1

@@ -235,7 +235,6 @@ def run_step(calls: Sequence[Call] | Iterable[Call], table: MethodTable) -> list
     its characters are counted as it is made and charged to the active budget's
     ``result_chars``, so an entry that would keep more fails with the resource-limit
     type instead."""
-    results = []
     active = budget.current()
     # The step's kept characters are counted here and charged once at its end; a call
     # whose result would take them past what the budget has left charges them at once
@@ -244,26 +243,35 @@ def run_step(calls: Sequence[Call] | Iterable[Call], table: MethodTable) -> list
         room = _UNCOUNTED
     else:
         spent = active.spent
-        before = spent.get(RESULT_CHARS, 0)
-        room = active.limits[RESULT_CHARS] - before
+        room = active.limits[RESULT_CHARS] - spent.get(RESULT_CHARS, 0)
+    results = []
     kept = 0
-    for index, call in enumerate(calls):
-        if index >= limits.MAX_CALLS_PER_STEP:
-            result = format_error(RejectedInput(
-                f"more than {limits.MAX_CALLS_PER_STEP} calls in one step; call {index} not run"
-            ))
-        else:
+    if type(calls) is list and len(calls) <= limits.MAX_CALLS_PER_STEP:
+        for call in calls:
             result = run_call(call, table)
-        kept += len(result)
-        if kept > room:
-            active.charge(RESULT_CHARS, kept)  # type: ignore[union-attr] # (room is finite only with a budget)
-        results.append(result)
+            kept += len(result)
+            if kept > room:
+                active.charge(RESULT_CHARS, kept)  # type: ignore[union-attr] # (room is finite only with a budget)
+            results.append(result)
+    else:
+        for index, call in enumerate(calls):
+            if index >= limits.MAX_CALLS_PER_STEP:
+                result = format_error(RejectedInput(
+                    f"more than {limits.MAX_CALLS_PER_STEP} calls in one step; call {index} not run"
+                ))
+            else:
+                result = run_call(call, table)
+            kept += len(result)
+            if kept > room:
+                active.charge(RESULT_CHARS, kept)  # type: ignore[union-attr]
+            results.append(result)
     if kept and active is not None:
         if type(active) is budget.Budget:  # Budget.charge inline (a subclass may count differently)
             # (read again: a tool may have charged the text it built meanwhile, e.g. find's paths)
             total = spent.get(RESULT_CHARS, 0) + kept
-            if total > room + before:
-                raise BudgetExceeded(RESULT_CHARS, room + before, total)
+            limit = active.limits[RESULT_CHARS]
+            if total > limit:
+                raise BudgetExceeded(RESULT_CHARS, limit, total)
             spent[RESULT_CHARS] = total
         else:
             active.charge(RESULT_CHARS, kept)

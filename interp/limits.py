@@ -157,6 +157,12 @@ ENTRY_BUDGETS["generate_reply_characters"] = 20_000_000
 #: ground truth has at most 35 calls an entry; a model repeating one call until the step
 #: limit makes 21 a turn.
 ENTRY_BUDGETS["generate_tool_calls"] = 1_000
+#: Characters of one ``bfcl-safe generate --include-input-log`` entry's input records:
+#: the chat as sent (its repr, as BFCL's handler writes it) at every step, and the tools'
+#: JSON with each in FC mode. The whole chat again at every step, so without a bound it
+#: grows with the square of the steps (gigabytes for a long entry whose results fill
+#: their budget). Bounded by what one result line may hold: more could not be read back.
+ENTRY_BUDGETS["generate_input_log_characters"] = MAX_RESULT_LINE_CHARS
 
 # Backends (``backends/growth.py``): state growth, charged before a tool stores anything.
 #: Characters of the strings (and digits of the ints) tools store in backend state, per

@@ -280,6 +280,68 @@ def test_a_hostile_answer_fails_its_entry_only(dataset, tmp_path, hostile, reaso
     assert failed[0]["error"]["error_type"] == "multi_turn:inference_error"
 
 
+def _content_for_steps(size: int, steps: int):
+    """The first turn's first ``steps`` answers: ``size`` characters of content beside one
+    call; then text without a call (the turn ends); later turns: the ground truth."""
+    def build(view):
+        if view.turn == 0 and view.step < steps:
+            return _answer(view, tool_calls_message([("pwd", "{}")], view, content="c" * size))
+        if view.turn == 0:
+            return _answer(view, {"role": "assistant", "content": "done"})
+        return _answer(view, truth_policy(view))
+    return build
+
+
+def _generate_capped(dataset, tmp_path, hostile: Callable, *flags: str) -> tuple[dict, dict]:
+    script = EntryScript(dataset, dataset.ids(BASE), "fc", _policy(hostile))
+    with ScriptedServer(script) as server:
+        run = _run_capped([sys.executable, "-m", "bfcl_safe", "generate", "--model", MODEL, "--fc",
+                           "--base-url", server.base_url, "--result-dir", str(tmp_path / "result"),
+                           "--ids", ",".join(IDS), "--timeout", str(DEADLINE), "--max-retries", "0",
+                           "--data", str(dataset.location), *flags], tmp_path)
+        assert server.failures == []
+    assert run["returncode"] == 0, run["stderr"][-3000:]
+    assert run["elapsed"] < TIME_LIMIT and run["peak"] < MEMORY_BOUND, (run["elapsed"], run["peak"])
+    path = result_path(tmp_path / "result", "hostile_model", BASE)
+    text = path.read_text(encoding="utf-8")
+    assert max(map(len, text.splitlines())) <= limits.MAX_RESULT_LINE_CHARS
+    return run, {line["id"]: line for line in map(json.loads, text.splitlines())}
+
+
+def test_the_input_log_is_charged(dataset, tmp_path):
+    """--include-input-log writes the whole chat at every step: 2 MB of content beside a
+    call at each of 20 steps would log ~420 MB; the entry's budget ends it at 32 MiB, and
+    the two other entries keep their (input-logged) lines."""
+    _, lines = _generate_capped(dataset, tmp_path, _message(_content_for_steps(2 << 20, 20)), "--include-input-log")
+    assert lines[HOSTILE]["result"].startswith(
+        "Error during inference: resource budget 'generate_input_log_characters' exceeded"), lines[HOSTILE]["result"]
+    for entry_id in IDS:
+        if entry_id != HOSTILE:
+            log = lines[entry_id]["inference_log"]
+            assert any(item.get("role") == "inference_input" for turn in log if isinstance(turn, dict)
+                       for step in turn.values() if isinstance(step, list) for item in step)
+
+
+def _text_each_turn(size: int):
+    """Every turn's first answer: ``size`` characters of text and no call (the turn ends)."""
+    return lambda view: _answer(view, {"role": "assistant", "content": "t" * size})
+
+
+def test_a_line_too_long_to_read_back_is_an_inference_error(dataset, tmp_path):
+    """Text answers of 4.75 M characters, one a turn for four turns (19 M characters,
+    within the reply budget), appear twice in the result line (the step and its log): 38
+    M characters, more than a result file's line may have. The entry's line says so
+    instead, and the file stays readable whole."""
+    turns = len(dataset.entry(HOSTILE)["question"])
+    _, lines = _generate_capped(dataset, tmp_path, _message(_text_each_turn(19_000_000 // turns)))
+    assert lines[HOSTILE]["result"].startswith("Error during inference: the result line would be "), \
+        str(lines[HOSTILE]["result"])[:300]
+    assert f"more than the {limits.MAX_RESULT_LINE_CHARS:,}" in lines[HOSTILE]["result"]
+    for entry_id in IDS:
+        if entry_id != HOSTILE:
+            assert isinstance(lines[entry_id]["result"], list)
+
+
 def test_the_deadline_is_total_not_per_read(dataset, tmp_path):
     """A body dripping a byte every 0.25 s never waits a whole read timeout, yet the
     request ends at its deadline: within a few seconds of it, not DRIP_SECONDS."""
