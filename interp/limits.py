@@ -162,6 +162,8 @@ ENTRY_BUDGETS["generate_tool_calls"] = 1_000
 #: JSON with each in FC mode. The whole chat again at every step, so without a bound it
 #: grows with the square of the steps (gigabytes for a long entry whose results fill
 #: their budget). Bounded by what one result line may hold: more could not be read back.
+#: Largest real entry: 7,605,108 (multi_turn_long_context_144, prompting mode, the
+#: scripted server's mixed policy: 21 requests).
 ENTRY_BUDGETS["generate_input_log_characters"] = MAX_RESULT_LINE_CHARS
 
 # Backends (``backends/growth.py``): state growth, charged before a tool stores anything.
