@@ -28,4 +28,12 @@ def test_every_package_folder_is_installed():
 
 def test_the_console_script_is_the_command_with_its_boundary():
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    assert config["project"]["scripts"]["bfcl-safe"] == "bfcl_safe.cli:run"
+    assert config["project"]["scripts"]["bfcl-safe"] == "bfcl_safe.launcher:run"
+    # The launcher sets the collector before the command line is imported: nothing of
+    # click or bfcl-safe at its top.
+    import ast
+
+    tree = ast.parse((ROOT / "bfcl_safe" / "launcher.py").read_text(encoding="utf-8"))
+    top = [alias.name for node in tree.body if isinstance(node, ast.Import) for alias in node.names]
+    top += [node.module or "" for node in tree.body if isinstance(node, ast.ImportFrom)]
+    assert not [name for name in top if name.split(".")[0] in ("click", "bfcl_safe")], top
