@@ -188,14 +188,30 @@ def line_usage(entry: Mapping[str, Any]) -> tuple[list, list, list] | None:
         "output_token_count", _ABSENT)  # (USAGE_KEYS)
     if latency is _ABSENT and inputs is _ABSENT and outputs is _ABSENT:
         return None
-    usage: tuple[list, list, list] = ([], [], [])
-    for value, out in zip((latency, inputs, outputs), usage):
-        if value is not _ABSENT:
-            _numbers(value, out)
-    return usage
+    return (_json_numbers(latency) if latency is not _ABSENT else [],
+            _json_numbers(inputs) if inputs is not _ABSENT else [],
+            _json_numbers(outputs) if outputs is not _ABSENT else [])
 
 
 _ABSENT = object()
+
+
+def _json_numbers(value: Any) -> list:
+    """:func:`_numbers` of a value a JSON decoder made (a dict, list, str, int, float,
+    bool or None). The common case in three C-level passes: a list of lists, flattened,
+    whose ``sum`` succeeds holds only numbers (int, float or bool: any other JSON type in
+    it raises TypeError, an int too large to add to a float OverflowError)."""
+    if type(value) is list and _LIST.issuperset(map(type, value)):
+        flat = list(chain.from_iterable(value))
+        try:
+            sum(flat)
+        except (TypeError, OverflowError):
+            pass
+        else:
+            return list(filter(None, flat))  # (for int, float and bool, ``x != 0`` is ``bool(x)``)
+    out: list = []
+    _numbers(value, out)
+    return out
 
 
 def _numbers(value: Any, out: list) -> None:

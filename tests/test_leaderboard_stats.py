@@ -103,3 +103,33 @@ def test_numbers_keep_the_plain_rule(value):
     _numbers(value, ours)
     plain_rule(value, theirs)
     assert [(type(x), repr(x)) for x in ours] == [(type(x), repr(x)) for x in theirs]
+
+
+json_leaf = st.one_of(numbers, st.booleans(), st.none(), st.text(max_size=2), st.just(0), st.just(0.0),
+                      st.just(10 ** 400), st.just(1e308), st.just(-1e308), st.just(math.inf), st.just(-math.inf),
+                      st.just(math.nan))
+json_values = st.recursive(json_leaf, lambda inner: st.one_of(st.lists(inner, max_size=5),
+                                                               st.dictionaries(st.text(max_size=2), inner,
+                                                                               max_size=2)),
+                           max_leaves=20)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(json_values)
+def test_json_numbers_keep_the_plain_rule(value):
+    from bfcl_safe.checker.leaderboard import _json_numbers
+
+    theirs: list = []
+    plain_rule(value, theirs)
+    ours = _json_numbers(value)
+    assert [(type(x), repr(x)) for x in ours] == [(type(x), repr(x)) for x in theirs]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.lists(json_leaf, max_size=6), max_size=5))
+def test_json_numbers_on_lists_of_lists(value):
+    from bfcl_safe.checker.leaderboard import _json_numbers
+
+    theirs: list = []
+    plain_rule(value, theirs)
+    assert [(type(x), repr(x)) for x in _json_numbers(value)] == [(type(x), repr(x)) for x in theirs]
