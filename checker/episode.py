@@ -173,10 +173,8 @@ class Side:
             names = [instance_name(owner, entry["id"], c) for c in instances]
         return cls(instances, MethodTable(list(instances.values()), names), names)
 
-    def run(self, calls: Iterable[Call]) -> list[str]:
+    def run(self, calls: Sequence[Call] | Iterable[Call]) -> list[str]:
         """Run one step's calls; one result string per call (BFCL's ``execute_multi_turn_func_call``)."""
-        if type(calls) is not list:
-            calls = list(calls)  # (a snapshot of what is run)
         if self._lock is _NO_LOCK:
             return run_step(calls, self.table)
         with self._lock:

@@ -226,6 +226,8 @@ def _result(spec: CallSpec, table: MethodTable) -> str:
 
 #: ``room`` when no budget is active: more characters than any process can hold.
 _UNCOUNTED = sys.maxsize
+#: The active budget, if any (``budget.current``, looked up once).
+_current_budget = budget.current
 
 
 def run_step(calls: Sequence[Call] | Iterable[Call], table: MethodTable) -> list[str]:
@@ -235,15 +237,18 @@ def run_step(calls: Sequence[Call] | Iterable[Call], table: MethodTable) -> list
     its characters are counted as it is made and charged to the active budget's
     ``result_chars``, so an entry that would keep more fails with the resource-limit
     type instead."""
-    active = budget.current()
+    active = _current_budget()
     # The step's kept characters are counted here and charged once at its end; a call
     # whose result would take them past what the budget has left charges them at once
-    # (the charge raises, with the total it would have reached).
+    # (the charge raises, with the total it would have reached). The active budget's
+    # ``spent`` is updated directly (Budget.charge inline, on a hot path): no tool runs
+    # under the decoders' recorder, the one Budget subclass that counts differently.
     if active is None:
         room = _UNCOUNTED
     else:
         spent = active.spent
-        room = active.limits[RESULT_CHARS] - spent.get(RESULT_CHARS, 0)
+        limit = active.limits[RESULT_CHARS]
+        room = limit - spent.get(RESULT_CHARS, 0)
     results = []
     kept = 0
     if type(calls) is list and len(calls) <= limits.MAX_CALLS_PER_STEP:
@@ -266,13 +271,9 @@ def run_step(calls: Sequence[Call] | Iterable[Call], table: MethodTable) -> list
                 active.charge(RESULT_CHARS, kept)  # type: ignore[union-attr]
             results.append(result)
     if kept and active is not None:
-        if type(active) is budget.Budget:  # Budget.charge inline (a subclass may count differently)
-            # (read again: a tool may have charged the text it built meanwhile, e.g. find's paths)
-            total = spent.get(RESULT_CHARS, 0) + kept
-            limit = active.limits[RESULT_CHARS]
-            if total > limit:
-                raise BudgetExceeded(RESULT_CHARS, limit, total)
-            spent[RESULT_CHARS] = total
-        else:
-            active.charge(RESULT_CHARS, kept)
+        # (read again: a tool may have charged the text it built meanwhile, e.g. find's paths)
+        total = spent.get(RESULT_CHARS, 0) + kept
+        if total > limit:
+            raise BudgetExceeded(RESULT_CHARS, limit, total)
+        spent[RESULT_CHARS] = total
     return results

@@ -8,6 +8,7 @@ so that neither imports the other's module for it.
 
 from __future__ import annotations
 
+import functools
 import re
 
 #: An identifier followed by ``(``: what the reference's instance-name rewrite touches.
@@ -15,8 +16,9 @@ REWRITE_PATTERN = re.compile(r"\b([a-zA-Z_]\w*)\s*(?=\()")
 
 
 #: Tokens for :func:`bracket_depth`: just enough of Python's to tell brackets,
-#: operators and separators from the text of string literals and comments.
-_DEPTH_TOKEN = re.compile(
+#: operators and separators from the text of string literals and comments. Compiled on
+#: first use (only a text bound for libcst is measured: none of the real corpora's).
+_DEPTH_TOKEN_SOURCE = (
     r"""
     (?P<string>'\'\'[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*(?:'\'\'|\\?\Z)
               |\"\"\"[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*(?:\"\"\"|\\?\Z)
@@ -30,9 +32,14 @@ _DEPTH_TOKEN = re.compile(
   | (?P<separator>[,:;=])
   | (?P<space>\s+|\\)
   | (?P<other>.)
-    """,
-    re.VERBOSE | re.DOTALL,
+    """
 )
+
+
+@functools.cache
+def _depth_token() -> re.Pattern[str]:
+    return re.compile(_DEPTH_TOKEN_SOURCE, re.VERBOSE | re.DOTALL)
+
 #: Words that chain operands like operators do (libcst nests one node per use).
 _OPERATOR_WORDS = frozenset({"not", "and", "or", "if", "else", "lambda", "in", "is", "await", "for", "yield"})
 _STRING_PREFIXES = frozenset({"r", "u", "b", "f", "br", "rb", "fr", "rf"})
@@ -50,7 +57,7 @@ def bracket_depth(text: str) -> int:
     base = chain = longest = 0  # chains summed over enclosing levels; this level's chain
     after_string = after_close = False
     lambdas = 0  # lambdas whose ":" is still to come (it does not end the chain)
-    for token in _DEPTH_TOKEN.finditer(text):
+    for token in _depth_token().finditer(text):
         kind = token.lastgroup
         if kind == "space" or kind == "comment":
             continue
