@@ -237,11 +237,6 @@ def _state_check(model: Side, truth: Side, turn: int, execution_results: list[di
     for class_name, truth_instance in truth.instances.items():
         model_state = model.instances[class_name].public_state()
         truth_state = truth_instance.public_state()
-        if model_state == truth_state:
-            # (the same keys; equal values compare equal attribute by attribute too, except
-            # a value that is the same object on both sides and unequal to itself, a NaN:
-            # the two sides share objects only from the dataset, which holds none)
-            continue
         differences = {}
         for attr, expected in truth_state.items():
             actual = model_state[attr]

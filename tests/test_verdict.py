@@ -156,3 +156,22 @@ def test_verdicts_are_frozen_values():
 ])
 def test_is_empty_response_is_the_references_empty_execute_response(items, empty):
     assert is_empty_response(items) is empty
+
+
+def test_a_nan_both_sides_share_is_a_state_mismatch_as_in_the_reference():
+    """The reference compares each attribute with ``!=``: a NaN is unequal to itself even when
+    both instances hold the same object (a scalar of the initial configuration is shared, as
+    ``copy.deepcopy`` shares floats). Comparing the two state dicts with ``==`` would take it
+    as equal (a dict compares one object to itself as equal): the check must not."""
+    from bfcl_safe.checker.episode import Side
+    from bfcl_safe.checker.error_types import ErrorType
+    from bfcl_safe.checker.verdict import _state_check
+
+    nan = float("nan")
+    entry = {"id": "multi_turn_base_0", "involved_classes": ["VehicleControlAPI"],
+             "initial_config": {"VehicleControlAPI": {"fuelLevel": nan}}}
+    model, truth = Side.create(entry), Side.create(entry)
+    assert model.instances["VehicleControlAPI"].fuelLevel is truth.instances["VehicleControlAPI"].fuelLevel
+    verdict = _state_check(model, truth, 0, [])
+    assert verdict is not None and verdict.error_type is ErrorType.STATE_MISMATCH
+    assert list(verdict.details["differences"]) == ["fuelLevel"]
