@@ -164,10 +164,9 @@ class Side:
         instances = {}
         for class_name in involved:
             backend = backend_class(class_name)
-            if long_context and data is None:
-                backend.from_config({}, long_context=True)  # (raises its ValueError)
-            # (from_config's own work once it has checked the long-context data, as a hot path)
-            instances[class_name] = backend.from_scenario(config.get(class_name, {}), data)
+            instances[class_name] = backend.from_config(
+                config.get(class_name, {}), long_context=long_context, long_context_data=data
+            )
         names = None
         if owner is not None:
             names = [instance_name(owner, entry["id"], c) for c in instances]

@@ -216,21 +216,14 @@ def _json_numbers(value: Any) -> list:
 
 def _numbers(value: Any, out: list) -> None:
     # As the reference: a list whose items are all lists is flattened one level, and its
-    # numbers (not 0) kept; otherwise the value itself if it is a number (not 0). The
-    # checks run in C when the types are the plain ones a JSON decoder makes.
-    if isinstance(value, list) and (_LIST.issuperset(map(type, value))
-                                    or all(isinstance(item, list) for item in value)):
-        flat = list(chain.from_iterable(value))
-        if _PLAIN_NUMBERS.issuperset(map(type, flat)):
-            out.extend(filter(None, flat))  # (for int, float and bool, ``x != 0`` is ``bool(x)``)
-        else:
-            out.extend([item for item in flat if isinstance(item, (int, float)) and item != 0])
+    # numbers (not 0) kept; otherwise the value itself if it is a number (not 0).
+    if isinstance(value, list) and all(isinstance(item, list) for item in value):
+        out.extend([item for inner in value for item in inner if isinstance(item, (int, float)) and item != 0])
     elif isinstance(value, (int, float)) and value != 0:
         out.append(value)
 
 
 _LIST = frozenset((list,))
-_PLAIN_NUMBERS = frozenset((int, float, bool))
 
 
 def _numpy_round(value: float) -> float:

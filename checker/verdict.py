@@ -422,10 +422,9 @@ def decode_turn(turn: Any, decoder: str) -> list[tuple[Any, list[Any]]] | None:
                 calls = decode(step)
             except DecodeError:
                 continue
-            # (is_empty_response, with the commonest answers first: a decoded call, a call text)
-            if len(calls) > 1 or (calls and (type(calls[0]) is CallSpec or (type(calls[0]) is str and calls[0]))) \
-                    or not is_empty_response(calls):
-                steps.append((step, calls))
+            if is_empty_response(calls):
+                continue
+            steps.append((step, calls))
     elif isinstance(turn, dict):
         # Iterating a dict yields its keys, as in the reference.
         for step in turn:

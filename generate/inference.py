@@ -46,6 +46,7 @@ from bfcl_safe.checker.episode import MAXIMUM_STEP_LIMIT
 from bfcl_safe.checker.play import Episode, StepResult, TurnEnd
 from bfcl_safe.checker.system_prompt import system_prompt, with_system_prompt
 from bfcl_safe.generate.decode_errors import fc_decode_error, prompting_decode_error
+from bfcl_safe.generate.result_writer import inference_error_line
 from bfcl_safe.interp import budget as budgets
 from bfcl_safe.interp.errors import BfclSafeError, BudgetExceeded
 
@@ -232,8 +233,7 @@ def play_entry(
                                  include_input_log, budget=boundary.budget)
     exc = boundary.exception
     if exc is not None:
-        return {"id": entry["id"], "result": f"Error during inference: {exc}",
-                "traceback": f"{type(exc).__module__}.{type(exc).__qualname__}: {exc}"}
+        return inference_error_line(entry["id"], exc)
     return {"id": entry["id"], "result": result, **metadata}
 
 

@@ -157,13 +157,21 @@ def check_result_folder(result_dir: Path, model_folder: str) -> None:
             raise UnsafePath(file, "a symlink" if stat.S_ISLNK(mode) else "not a regular file")
 
 
-def too_long_line(entry_id: str, chars: int) -> dict:
-    """The result line of an entry whose line would have ``chars`` characters, more than
-    :data:`~bfcl_safe.interp.limits.MAX_RESULT_LINE_CHARS`: BFCL's inference-error form."""
-    reason = (f"the result line would be {chars:,} characters long, more than the "
-              f"{MAX_RESULT_LINE_CHARS:,} a result file's line may have")
-    return {"id": entry_id, "result": f"Error during inference: {reason}",
-            "traceback": f"bfcl_safe.generate.result_writer.LineTooLong: {reason}"}
+def inference_error_line(entry_id: str, exc: BaseException) -> dict:
+    """The result line of an entry whose inference failed with ``exc``, as BFCL writes it:
+    the result is ``Error during inference: {exc}``, with the exception's name in
+    ``traceback``."""
+    return {"id": entry_id, "result": f"Error during inference: {exc}",
+            "traceback": f"{type(exc).__module__}.{type(exc).__qualname__}: {exc}"}
+
+
+class LineTooLong(BfclSafeError):
+    """An entry's result line longer than a result file's line may be
+    (:data:`~bfcl_safe.interp.limits.MAX_RESULT_LINE_CHARS`)."""
+
+    def __init__(self, chars: int):
+        super().__init__(f"the result line would be {chars:,} characters long, more than the "
+                         f"{MAX_RESULT_LINE_CHARS:,} a result file's line may have")
 
 
 class ResultWriter:
@@ -219,7 +227,7 @@ class ResultWriter:
         line for the entry saying so."""
         text = json.dumps(line)
         if len(text) > MAX_RESULT_LINE_CHARS:
-            line = too_long_line(line["id"], len(text))
+            line = inference_error_line(line["id"], LineTooLong(len(text)))
             text = json.dumps(line)
         path = self.path_for(line["id"])
         with self._lock:

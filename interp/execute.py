@@ -251,25 +251,17 @@ def run_step(calls: Sequence[Call] | Iterable[Call], table: MethodTable) -> list
         room = limit - spent.get(RESULT_CHARS, 0)
     results = []
     kept = 0
-    if type(calls) is list and len(calls) <= limits.MAX_CALLS_PER_STEP:
-        for call in calls:
+    for index, call in enumerate(calls):
+        if index >= limits.MAX_CALLS_PER_STEP:
+            result = format_error(RejectedInput(
+                f"more than {limits.MAX_CALLS_PER_STEP} calls in one step; call {index} not run"
+            ))
+        else:
             result = run_call(call, table)
-            kept += len(result)
-            if kept > room:
-                active.charge(RESULT_CHARS, kept)  # type: ignore[union-attr] # (room is finite only with a budget)
-            results.append(result)
-    else:
-        for index, call in enumerate(calls):
-            if index >= limits.MAX_CALLS_PER_STEP:
-                result = format_error(RejectedInput(
-                    f"more than {limits.MAX_CALLS_PER_STEP} calls in one step; call {index} not run"
-                ))
-            else:
-                result = run_call(call, table)
-            kept += len(result)
-            if kept > room:
-                active.charge(RESULT_CHARS, kept)  # type: ignore[union-attr]
-            results.append(result)
+        kept += len(result)
+        if kept > room:
+            active.charge(RESULT_CHARS, kept)  # type: ignore[union-attr] # (room is finite only with a budget)
+        results.append(result)
     if kept and active is not None:
         # (read again: a tool may have charged the text it built meanwhile, e.g. find's paths)
         total = spent.get(RESULT_CHARS, 0) + kept
